@@ -1,0 +1,38 @@
+#include "cli/cli.h"
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <iostream>
+
+#include "core/error.h"
+
+namespace pwab::cli {
+
+int run(const std::vector<std::string>& args) {
+  CLI::App app{"pwab: the PersonalWAB benchmark and the PUMA agent framework, in C++"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", std::string("pwab ") + "0.1.0");
+  add_data_commands(app);
+  add_version_command(app);
+
+  std::vector<const char*> argv;
+  for (const auto& a : args) argv.push_back(a.c_str());
+  try {
+    app.parse(static_cast<int>(argv.size()), argv.data());
+  } catch (const CLI::ParseError& e) {
+    int code = app.exit(e);
+    return code == 0 ? kOk : kUsage;
+  } catch (const UsageError& e) {
+    std::cerr << "pwab: " << e.what() << "\n";
+    return kUsage;
+  } catch (const Error& e) {
+    std::cerr << "pwab: " << e.what() << "\n";
+    return kFailed;
+  } catch (const std::exception& e) {
+    std::cerr << "pwab: unexpected error: " << e.what() << "\n";
+    return kFailed;
+  }
+  return kOk;
+}
+
+}  // namespace pwab::cli

@@ -1,0 +1,23 @@
+// src/cli/cli.h: the `pwab` command line as a library, so tests can run subcommands in-process.
+#pragma once
+#include <string>
+#include <vector>
+
+namespace CLI {
+class App;
+}
+
+namespace pwab::cli {
+
+//! Exit codes shared by every subcommand.
+enum ExitCode : int { kOk = 0, kFailed = 1, kUsage = 2 };
+
+//! Runs `pwab` with argv-style arguments (args[0] is the program name); returns the exit code.
+//! Errors are printed to stderr as one line; output goes to stdout.
+int run(const std::vector<std::string>& args);
+
+// Each cmd_<name>.cpp registers its subcommands on the app.
+void add_data_commands(CLI::App& app);
+void add_version_command(CLI::App& app);
+
+}  // namespace pwab::cli

@@ -1,0 +1,48 @@
+// `pwab version`: this build and the versions of the libraries it links (recorded in run manifests).
+#include <CLI/CLI.hpp>
+#include <curl/curl.h>
+#include <fmt/format.h>
+#include <httplib.h>
+#include <simdjson.h>
+#include <spdlog/version.h>
+#include <sqlite3.h>
+#include <xapian.h>
+
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "cli/cli.h"
+#include "core/version.h"
+#ifdef PWAB_WITH_TORCH
+#include "core/torch_runtime.h"
+#endif
+
+namespace pwab::cli {
+
+void add_version_command(CLI::App& app) {
+  auto* cmd = app.add_subcommand("version", "Print the pwab version and the versions of its libraries");
+  auto verbose = std::make_shared<bool>(false);
+  cmd->add_flag("--verbose,-v", *verbose, "Also measure the BLAS speed libtorch gets");
+  cmd->callback([verbose] {
+    std::cout << fmt::format("pwab {} ({}, {})\n", kVersion, kCompiler, kBuildType);
+#ifdef PWAB_WITH_TORCH
+    torch_init_threads();
+    std::cout << "libtorch   " << torch_description() << "\n";
+    if (*verbose) std::cout << fmt::format("  matmul 512x512: {:.1f} GFLOP/s\n", torch_matmul_gflops());
+#else
+    std::cout << "libtorch   (not built: PWAB_WITH_TORCH=OFF)\n";
+#endif
+    std::cout << "xapian     " << Xapian::version_string() << "\n";
+    std::cout << "simdjson   " << simdjson::SIMDJSON_VERSION_MAJOR << "." << simdjson::SIMDJSON_VERSION_MINOR << "." << simdjson::SIMDJSON_VERSION_REVISION << " (" << simdjson::get_active_implementation()->name() << ")\n";
+    std::cout << fmt::format("nlohmann   {}.{}.{}\n", NLOHMANN_JSON_VERSION_MAJOR, NLOHMANN_JSON_VERSION_MINOR,
+                             NLOHMANN_JSON_VERSION_PATCH);
+    std::cout << "sqlite     " << sqlite3_libversion() << "\n";
+    std::cout << "curl       " << curl_version() << "\n";
+    std::cout << "httplib    " << CPPHTTPLIB_VERSION << "\n";
+    std::cout << fmt::format("spdlog     {}.{}.{}, fmt {}\n", SPDLOG_VER_MAJOR, SPDLOG_VER_MINOR, SPDLOG_VER_PATCH,
+                             FMT_VERSION);
+    std::cout << "fasttext   " << PWAB_FASTTEXT_VERSION << "\n";
+  });
+}
+
+}  // namespace pwab::cli

@@ -1,0 +1,33 @@
+// src/core/sys.h: process facts (peak memory, wall clock) and file helpers.
+#pragma once
+#include <chrono>
+#include <cstddef>
+#include <filesystem>
+#include <string>
+#include <string_view>
+
+namespace pwab {
+
+//! Peak resident set size of this process in bytes (VmHWM), 0 if unknown.
+std::size_t peak_rss_bytes();
+
+//! Seconds since construction, monotonic.
+class Stopwatch {
+ public:
+  Stopwatch() : start_(std::chrono::steady_clock::now()) {}
+  double seconds() const {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  }
+
+ private:
+  std::chrono::steady_clock::time_point start_;
+};
+
+//! Reads a whole file; throws pwab::Error naming the file if it cannot be read.
+std::string read_file(const std::filesystem::path& path);
+//! Writes a file atomically (temp file + rename), creating parent directories.
+void write_file_atomic(const std::filesystem::path& path, std::string_view content);
+//! Number of hardware threads, at least 1.
+unsigned hardware_threads();
+
+}  // namespace pwab

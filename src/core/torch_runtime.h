@@ -1,0 +1,15 @@
+// src/core/torch_runtime.h: process-wide libtorch settings behind a header that does not include torch.
+#pragma once
+#include <string>
+
+namespace pwab {
+
+//! Sets libtorch's intra-op threads (0 = all hardware threads). Debian's libtorch 1.13 detects 1 core on some
+//! VMs and would otherwise run single-threaded (docs/dependencies.md).
+void torch_init_threads(int n_threads = 0);
+//! "1.13.0 (threads 2, BLAS OpenBLAS/...)": what the version command and run manifests record.
+std::string torch_description();
+//! Multiplies two n×n matrices n_reps times and returns GFLOP/s: a quick check that a fast BLAS is in use.
+double torch_matmul_gflops(int n = 512, int n_reps = 4);
+
+}  // namespace pwab

@@ -1,0 +1,62 @@
+// The `pwab` command line, run in-process through cli::run and, for exit codes, as the real binary.
+#include "cli/cli.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+
+#include "support/test_support.h"
+
+namespace pwab::cli {
+namespace {
+
+int run_binary(const std::string& args, std::string* output = nullptr) {
+  test::TempDir out_dir;
+  std::string cmd = std::string(PWAB_BINARY) + " " + args + " > " + (out_dir / "out").string() + " 2>&1";
+  int status = std::system(cmd.c_str());
+  if (output) *output = test::read_text(out_dir / "out");
+  return WEXITSTATUS(status);
+}
+
+TEST(Cli, SynthThenValidate) {
+  test::TempDir dir;
+  std::string out;
+  EXPECT_EQ(run_binary("data synth --out " + (dir / "mini").string() + " --scale mini --seed 3", &out), 0) << out;
+  EXPECT_NE(out.find("wrote the mini synthetic dataset"), std::string::npos) << out;
+  EXPECT_EQ(run_binary("data validate " + (dir / "mini").string(), &out), 0) << out;
+  EXPECT_NE(out.find("# Instructions"), std::string::npos) << out;
+  EXPECT_NE(out.find("Checks: 0 errors, 0 warnings"), std::string::npos) << out;
+  EXPECT_EQ(run_binary("data validate --json " + (dir / "mini").string(), &out), 0);
+  EXPECT_NE(out.find("\"instructions\": 109"), std::string::npos) << out;
+}
+
+TEST(Cli, ValidateFailsWithExitCodeOneOnErrors) {
+  test::TempDir dir;
+  test::copy_dir(test::fixture("data/original"), dir.path());
+  test::write_text(dir / "user_profiles.json", "{\"A\": 1}");
+  std::string out;
+  EXPECT_EQ(run_binary("data validate " + dir.path().string(), &out), 1);
+  EXPECT_NE(out.find("user_profiles.json: user \"A\""), std::string::npos) << out;
+  EXPECT_EQ(run_binary("data validate /nonexistent-pwab-dir", &out), 1);
+  EXPECT_NE(out.find("not a directory"), std::string::npos) << out;
+  // Warnings pass unless --strict.
+  EXPECT_EQ(run_binary("data validate " + test::fixture("data/original").string()), 0);
+  EXPECT_EQ(run_binary("data validate --strict " + test::fixture("data/original").string()), 1);
+}
+
+TEST(Cli, UsageErrorsExitTwo) {
+  EXPECT_EQ(run({"pwab", "data", "synth"}), kUsage);                          // --out missing
+  EXPECT_EQ(run({"pwab", "data", "synth", "--out", "x", "--scale", "huge"}), kUsage);
+  EXPECT_EQ(run({"pwab", "no-such-command"}), kUsage);
+  EXPECT_EQ(run({"pwab", "data", "synth", "--out", "/tmp/pwab-x", "--products", "3"}), kUsage);
+}
+
+TEST(Cli, VersionNamesTheLibraries) {
+  std::string out;
+  EXPECT_EQ(run_binary("version", &out), 0);
+  for (const char* lib : {"pwab 0.1.0", "xapian", "simdjson", "sqlite", "curl", "httplib", "fasttext", "libtorch"})
+    EXPECT_NE(out.find(lib), std::string::npos) << lib << "\n" << out;
+}
+
+}  // namespace
+}  // namespace pwab::cli
