@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include <nlohmann/json.hpp>
+
 namespace pwab::py {
 
 std::string float_repr(double x) {
@@ -166,6 +168,58 @@ std::string json_string_ascii(std::string_view text) {
     }
   }
   out += '"';
+  return out;
+}
+
+std::string list_repr(const std::vector<std::string>& items) {
+  std::string out = "[";
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    if (i) out += ", ";
+    out += str_repr(items[i]);
+  }
+  return out + "]";
+}
+
+namespace {
+void dump_python(const nlohmann::ordered_json& j, std::string& out) {
+  switch (j.type()) {
+    case nlohmann::json::value_t::object: {
+      out += '{';
+      bool first = true;
+      for (const auto& [k, v] : j.items()) {
+        if (!first) out += ", ";
+        first = false;
+        out += json_string_ascii(k);
+        out += ": ";
+        dump_python(v, out);
+      }
+      out += '}';
+      break;
+    }
+    case nlohmann::json::value_t::array: {
+      out += '[';
+      for (std::size_t i = 0; i < j.size(); ++i) {
+        if (i) out += ", ";
+        dump_python(j[i], out);
+      }
+      out += ']';
+      break;
+    }
+    case nlohmann::json::value_t::string: out += json_string_ascii(j.get_ref<const std::string&>()); break;
+    case nlohmann::json::value_t::number_float: out += float_repr(j.get<double>()); break;
+    case nlohmann::json::value_t::number_integer: out += std::to_string(j.get<int64_t>()); break;
+    case nlohmann::json::value_t::number_unsigned: out += std::to_string(j.get<uint64_t>()); break;
+    case nlohmann::json::value_t::boolean: out += j.get<bool>() ? "true" : "false"; break;
+    default: out += "null"; break;
+  }
+}
+}  // namespace
+
+std::string json_dumps(std::string_view json_text) {
+  auto j = nlohmann::ordered_json::parse(json_text.begin(), json_text.end(), nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) return json_string_ascii(json_text);
+  std::string out;
+  dump_python(j, out);
   return out;
 }
 

@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace pwab::py {
 
@@ -42,5 +43,12 @@ std::string str_repr(std::string_view utf8);
 //! A JSON string literal as json.dumps writes it with ensure_ascii=True (non-ASCII as \uXXXX, surrogate pairs
 //! above the BMP).
 std::string json_string_ascii(std::string_view utf8);
+
+//! Python's repr() of a list of str: ['a', "it's"]; [] when empty.
+std::string list_repr(const std::vector<std::string>& items);
+
+//! json.dumps(value) with Python's defaults (separators ", " and ": ", ensure_ascii, key order kept) of a JSON
+//! text; non-JSON input is rendered as a JSON string of itself.
+std::string json_dumps(std::string_view json_text);
 
 }  // namespace pwab::py

@@ -48,3 +48,22 @@ TEST(PyFormat, JsonStringAsciiEscapesNonAscii) {
 }
 
 }  // namespace pwab::py
+
+namespace pwab::py {
+
+TEST(PyFormat, ListRepr) {
+  EXPECT_EQ(list_repr({}), "[]");
+  EXPECT_EQ(list_repr({"a", "it's", "x\ny"}), R"(['a', "it's", 'x\ny'])");
+}
+
+TEST(PyFormat, JsonDumpsLikePython) {
+  // json.dumps({"Brand": "Café", "Size": 12, "W": 1.0, "L": [1, "x"], "N": None, "B": True})
+  EXPECT_EQ(json_dumps(R"({"Brand":"Café","Size":12,"W":1.0,"L":[1,"x"],"N":null,"B":true})"),
+            R"({"Brand": "Caf\u00e9", "Size": 12, "W": 1.0, "L": [1, "x"], "N": null, "B": true})");
+  EXPECT_EQ(json_dumps("{}"), "{}");
+  // A details value that is itself a string is dumped as a JSON string.
+  EXPECT_EQ(json_dumps(R"("{\"Brand\": \"K\"}")"), R"("{\"Brand\": \"K\"}")");
+  EXPECT_EQ(json_dumps("not json"), "\"not json\"");
+}
+
+}  // namespace pwab::py
