@@ -110,24 +110,24 @@ ToolOutput Environment::call_tool(std::string_view name, std::string_view argume
 
 ToolOutput Environment::run_search(const std::string& query) const {
   if (!search_) return error("product search is not configured in this environment");
-  ToolOutput out{ToolOutput::Kind::kResults, {}, {}};
-  std::vector<std::string> asins = search_->search(query, options_.top_k);
-  for (std::size_t i = 0; i < asins.size(); ++i) {
-    auto id = ds_.find_product(asins[i]);
-    if (!id) return error("search index is out of date: product '" + asins[i] + "' is not in the catalogue");
-    out.results.push_back("Product " + std::to_string(i) + ": \n" + data::product_fields_block(ds_.product(*id)) + "\n");
-  }
-  return out;
+  return render_ranked(search_->search(query, options_.top_k), "Product {}: \n");
 }
 
 ToolOutput Environment::run_recommend(const std::vector<std::string>& sequence) const {
   if (!recommend_) return error("the recommender is not configured in this environment");
+  return render_ranked(recommend_->recommend(sequence, options_.top_k), "\nProduct {}:\n");
+}
+
+ToolOutput Environment::render_ranked(const std::vector<std::string>& asins, std::string_view header) const {
+  // The two tools lay results out slightly differently (reference §2.3.1, §2.3.2): `header` holds the layout,
+  // with {} standing for the 0-based rank.
+  auto brace = header.find("{}");
   ToolOutput out{ToolOutput::Kind::kResults, {}, {}};
-  std::vector<std::string> asins = recommend_->recommend(sequence, options_.top_k);
   for (std::size_t i = 0; i < asins.size(); ++i) {
     auto id = ds_.find_product(asins[i]);
-    if (!id) return error("recommended product '" + asins[i] + "' is not in the catalogue");
-    out.results.push_back("\nProduct " + std::to_string(i) + ":\n" + data::product_fields_block(ds_.product(*id)) + "\n");
+    if (!id) return error("product '" + asins[i] + "' is not in the catalogue (is the index or checkpoint out of date?)");
+    out.results.push_back(std::string(header.substr(0, brace)) + std::to_string(i) + std::string(header.substr(brace + 2)) +
+                          data::product_fields_block(ds_.product(*id)) + "\n");
   }
   return out;
 }

@@ -109,6 +109,7 @@ class Environment {
   ToolOutput run_search(const std::string& query) const;
   ToolOutput run_recommend(const std::vector<std::string>& sequence) const;
   ToolOutput run_details(const std::string& asin) const;
+  ToolOutput render_ranked(const std::vector<std::string>& asins, std::string_view header) const;
 
   const data::Dataset& ds_;
   const SearchBackend* search_;
