@@ -10,7 +10,7 @@ packages=(
   build-essential cmake ninja-build pkg-config git python3
   clang libclang-rt-14-dev                          # libFuzzer target for the data loader
   libtorch-dev libopenblas0-openmp                  # SASRec, encoders, LLaMA (OpenBLAS: see docs/dependencies.md)
-  libxapian-dev libfasttext-dev
+  libxapian-dev libicu-dev libfasttext-dev
   nlohmann-json3-dev libsimdjson-dev
   libcpp-httplib-dev libcurl4-openssl-dev
   libsqlite3-dev libcli11-dev libspdlog-dev libfmt-dev
