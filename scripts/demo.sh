@@ -1,13 +1,29 @@
 #!/usr/bin/env bash
-# The main job on embedded data, no API key and no model weights: synthesize the mini dataset (if absent)
-# and validate it. Later stages (index, recommender, benchmark runs) join as they land.
+# The main job on embedded data, no API key and no model weights: synthesize the mini dataset (if absent),
+# validate it, build its search index, train the recommender, and call both the way an agent's tools do.
 #   scripts/demo.sh PWAB_BINARY [DATA_DIR]
 set -euo pipefail
 pwab=${1:?usage: demo.sh PWAB_BINARY [DATA_DIR]}
 data=${2:-build/demo/mini}
+step() { printf '\n== %s\n' "$*" >&2; }
+
 if [ ! -f "$data/user_instructions.json" ]; then
+  step "synthesize the mini dataset"
   "$pwab" data synth --out "$data" --scale mini --seed 1
 fi
+step "validate it (paper Table 2 statistics)"
 "$pwab" data validate "$data"
-echo
-echo "demo: the mini synthetic dataset is in $data; try: $pwab data validate --json $data" >&2
+
+step "build the BM25 search index"
+"$pwab" index build "$data"
+step "search_product_by_query: 'wireless earbuds with long battery life'"
+"$pwab" search --data "$data" "wireless earbuds with long battery life"
+
+step "train SASRec on the history + train behaviours"
+"$pwab" rec train "$data" --epochs 40 --eval-every 10 --resume
+asins=$("$pwab" index docs --data "$data" | head -n 3 | cut -f1 | tr '\n' ' ')
+step "get_recommendations_by_history: $asins"
+# shellcheck disable=SC2086
+"$pwab" recommend --data "$data" $asins
+
+printf '\ndemo: done; the mini dataset and its index and checkpoint are in %s\n' "$data" >&2

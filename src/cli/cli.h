@@ -19,5 +19,7 @@ int run(const std::vector<std::string>& args);
 // Each cmd_<name>.cpp registers its subcommands on the app.
 void add_data_commands(CLI::App& app);
 void add_version_command(CLI::App& app);
+void add_search_commands(CLI::App& app);
+void add_rec_commands(CLI::App& app);
 
 }  // namespace pwab::cli

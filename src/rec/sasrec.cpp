@@ -1,0 +1,360 @@
+#include "rec/sasrec.h"
+
+#include <caffe2/serialize/inline_container.h>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <limits>
+
+#include "core/error.h"
+#include "core/sys.h"
+#include "rec/state_dict_pickle.h"
+
+namespace pwab::rec {
+
+namespace {
+
+torch::nn::LayerNorm make_layernorm(int64_t width) {
+  return torch::nn::LayerNorm(torch::nn::LayerNormOptions({width}).eps(1e-8));
+}
+
+//! 0 on and below the diagonal, -inf above: position t attends to positions ≤ t.
+torch::Tensor causal_mask(int64_t length) {
+  return torch::full({length, length}, -std::numeric_limits<float>::infinity()).triu(1);
+}
+
+}  // namespace
+
+// ---- SelfAttention -----------------------------------------------------------------------------------------
+
+SelfAttentionImpl::SelfAttentionImpl(int64_t width, int64_t heads, double dropout)
+    : width_(width), heads_(heads), dropout_(dropout) {
+  if (heads <= 0 || width % heads != 0) throw Error("SASRec: hidden size must be divisible by the number of heads");
+  in_proj_weight_ = register_parameter("in_proj_weight", torch::empty({3 * width, width}));
+  in_proj_bias_ = register_parameter("in_proj_bias", torch::zeros({3 * width}));
+  out_proj_ = register_module("out_proj", torch::nn::Linear(width, width));
+  // nn.MultiheadAttention's own initialisation.
+  torch::nn::init::xavier_uniform_(in_proj_weight_);
+  torch::NoGradGuard no_grad;
+  out_proj_->bias.zero_();
+}
+
+torch::Tensor SelfAttentionImpl::forward(const torch::Tensor& query, const torch::Tensor& keys_values,
+                                         const torch::Tensor& mask) {
+  const int64_t batch = query.size(0), length = query.size(1), head_width = width_ / heads_;
+  auto w = in_proj_weight_.chunk(3, 0);
+  auto b = in_proj_bias_.chunk(3, 0);
+  auto split_heads = [&](const torch::Tensor& t) {
+    return t.reshape({batch, -1, heads_, head_width}).transpose(1, 2);  // [batch, heads, length, head_width]
+  };
+  auto q = split_heads(torch::linear(query, w[0], b[0]));
+  auto k = split_heads(torch::linear(keys_values, w[1], b[1]));
+  auto v = split_heads(torch::linear(keys_values, w[2], b[2]));
+  q = q / std::sqrt(static_cast<double>(head_width));
+  auto weights = torch::softmax(torch::matmul(q, k.transpose(-2, -1)) + mask, -1);
+  if (is_training() && dropout_ > 0) weights = torch::dropout(weights, dropout_, true);
+  auto attended = torch::matmul(weights, v).transpose(1, 2).reshape({batch, length, width_});
+  return out_proj_(attended);
+}
+
+// ---- PointwiseFeedForward ----------------------------------------------------------------------------------
+
+PointwiseFeedForwardImpl::PointwiseFeedForwardImpl(int64_t width, double dropout) {
+  conv1_ = register_module("conv1", torch::nn::Conv1d(torch::nn::Conv1dOptions(width, width, 1)));
+  conv2_ = register_module("conv2", torch::nn::Conv1d(torch::nn::Conv1dOptions(width, width, 1)));
+  dropout1_ = register_module("dropout1", torch::nn::Dropout(dropout));
+  dropout2_ = register_module("dropout2", torch::nn::Dropout(dropout));
+}
+
+torch::Tensor PointwiseFeedForwardImpl::forward(const torch::Tensor& x) {
+  // A kernel-size-1 convolution over positions is a linear map of each position: same numbers, no transposes.
+  auto y = torch::relu(dropout1_(torch::linear(x, conv1_->weight.squeeze(-1), conv1_->bias)));
+  y = dropout2_(torch::linear(y, conv2_->weight.squeeze(-1), conv2_->bias));
+  return x + y;
+}
+
+// ---- Sasrec -------------------------------------------------------------------------------------------------
+
+SasrecImpl::SasrecImpl(int64_t item_rows, ModelShape shape, double dropout) : item_rows_(item_rows), shape_(shape) {
+  if (item_rows < 2 || shape.maxlen <= 0 || shape.hidden <= 0 || shape.blocks <= 0)
+    throw Error("SASRec: invalid dimensions");
+  item_emb_ = register_module("item_emb", torch::nn::Embedding(torch::nn::EmbeddingOptions(item_rows, shape.hidden).padding_idx(0)));
+  pos_emb_ = register_module("pos_emb", torch::nn::Embedding(torch::nn::EmbeddingOptions(shape.maxlen + 1, shape.hidden).padding_idx(0)));
+  emb_dropout_ = register_module("emb_dropout", torch::nn::Dropout(dropout));
+  for (int i = 0; i < shape.blocks; ++i) {
+    attention_layernorms_->push_back(make_layernorm(shape.hidden));
+    attention_layers_->push_back(SelfAttention(shape.hidden, shape.heads, dropout));
+    forward_layernorms_->push_back(make_layernorm(shape.hidden));
+    forward_layers_->push_back(PointwiseFeedForward(shape.hidden, dropout));
+  }
+  register_module("attention_layernorms", attention_layernorms_);
+  register_module("attention_layers", attention_layers_);
+  register_module("forward_layernorms", forward_layernorms_);
+  register_module("forward_layers", forward_layers_);
+  last_layernorm_ = register_module("last_layernorm", make_layernorm(shape.hidden));
+}
+
+torch::Tensor SasrecImpl::encode(const torch::Tensor& seqs) {
+  const int64_t length = seqs.size(1);
+  auto x = item_emb_(seqs) * std::sqrt(static_cast<double>(shape_.hidden));
+  auto positions = torch::arange(1, length + 1, torch::kLong).unsqueeze(0) * (seqs != 0);
+  x = emb_dropout_(x + pos_emb_(positions));
+  auto mask = causal_mask(length);
+  for (int i = 0; i < shape_.blocks; ++i) {
+    auto q = attention_layernorms_[i]->as<torch::nn::LayerNorm>()->forward(x);
+    x = q + attention_layers_[i]->as<SelfAttention>()->forward(q, x, mask);
+    x = forward_layernorms_[i]->as<torch::nn::LayerNorm>()->forward(x);
+    x = forward_layers_[i]->as<PointwiseFeedForward>()->forward(x);
+  }
+  return last_layernorm_(x);
+}
+
+void SasrecImpl::init_like_original() {
+  torch::NoGradGuard no_grad;
+  for (auto& p : parameters())
+    if (p.dim() >= 2) torch::nn::init::xavier_normal_(p);
+  item_emb_->weight[0].zero_();
+  pos_emb_->weight[0].zero_();
+}
+
+// ---- tensor names -------------------------------------------------------------------------------------------
+
+std::vector<std::pair<std::string, std::vector<int64_t>>> expected_tensors(int64_t item_rows, const ModelShape& s) {
+  const int64_t h = s.hidden;
+  std::vector<std::pair<std::string, std::vector<int64_t>>> out = {{"item_emb.weight", {item_rows, h}},
+                                                                   {"pos_emb.weight", {s.maxlen + 1, h}}};
+  for (int i = 0; i < s.blocks; ++i) {
+    std::string n = std::to_string(i);
+    out.push_back({"attention_layernorms." + n + ".weight", {h}});
+    out.push_back({"attention_layernorms." + n + ".bias", {h}});
+    out.push_back({"attention_layers." + n + ".in_proj_weight", {3 * h, h}});
+    out.push_back({"attention_layers." + n + ".in_proj_bias", {3 * h}});
+    out.push_back({"attention_layers." + n + ".out_proj.weight", {h, h}});
+    out.push_back({"attention_layers." + n + ".out_proj.bias", {h}});
+    out.push_back({"forward_layernorms." + n + ".weight", {h}});
+    out.push_back({"forward_layernorms." + n + ".bias", {h}});
+    out.push_back({"forward_layers." + n + ".conv1.weight", {h, h, 1}});
+    out.push_back({"forward_layers." + n + ".conv1.bias", {h}});
+    out.push_back({"forward_layers." + n + ".conv2.weight", {h, h, 1}});
+    out.push_back({"forward_layers." + n + ".conv2.bias", {h}});
+  }
+  out.push_back({"last_layernorm.weight", {h}});
+  out.push_back({"last_layernorm.bias", {h}});
+  return out;
+}
+
+namespace {
+
+std::string shape_text(c10::IntArrayRef shape) {
+  std::string s = "[";
+  for (std::size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+const torch::Tensor& require(const std::map<std::string, torch::Tensor>& tensors, const std::string& name,
+                             const std::string& what) {
+  auto it = tensors.find(name);
+  if (it == tensors.end()) throw Error(what + ": tensor '" + name + "' is missing (not a SASRec checkpoint?)");
+  return it->second;
+}
+
+}  // namespace
+
+void assign_tensors(Sasrec& model, const std::map<std::string, torch::Tensor>& tensors, const std::string& what) {
+  auto params = model->named_parameters();
+  torch::NoGradGuard no_grad;
+  for (const auto& [name, shape] : expected_tensors(model->item_rows(), model->shape())) {
+    const auto& source = require(tensors, name, what);
+    if (source.sizes() != c10::IntArrayRef(shape))
+      throw Error(what + ": tensor '" + name + "' has shape " + shape_text(source.sizes()) + ", expected " +
+                  shape_text(shape));
+    params[name].copy_(source);
+  }
+}
+
+std::pair<int64_t, ModelShape> infer_dimensions(const std::map<std::string, torch::Tensor>& tensors,
+                                                const std::string& what) {
+  const auto& items = require(tensors, "item_emb.weight", what);
+  const auto& positions = require(tensors, "pos_emb.weight", what);
+  if (items.dim() != 2 || positions.dim() != 2 || items.size(1) != positions.size(1) || positions.size(0) < 2 ||
+      items.size(0) < 2)
+    throw Error(what + ": item_emb.weight " + shape_text(items.sizes()) + " and pos_emb.weight " +
+                shape_text(positions.sizes()) + " do not describe a SASRec model");
+  ModelShape shape;
+  shape.hidden = static_cast<int>(items.size(1));
+  shape.maxlen = static_cast<int>(positions.size(0) - 1);
+  shape.blocks = 0;
+  while (tensors.count("attention_layernorms." + std::to_string(shape.blocks) + ".weight")) ++shape.blocks;
+  if (shape.blocks == 0) throw Error(what + ": tensor 'attention_layernorms.0.weight' is missing");
+  shape.heads = shape.hidden % 2 == 0 ? 2 : 1;  // not stored in a state_dict; the original uses 2
+  return {items.size(0), shape};
+}
+
+// ---- original .pth ------------------------------------------------------------------------------------------
+
+namespace {
+
+c10::ScalarType scalar_type(StorageDtype dtype) {
+  switch (dtype) {
+    case StorageDtype::kFloat32: return torch::kFloat32;
+    case StorageDtype::kFloat64: return torch::kFloat64;
+    case StorageDtype::kFloat16: return torch::kFloat16;
+    case StorageDtype::kBFloat16: return torch::kBFloat16;
+    case StorageDtype::kInt64: return torch::kInt64;
+    case StorageDtype::kInt32: return torch::kInt32;
+    case StorageDtype::kInt16: return torch::kInt16;
+    case StorageDtype::kInt8: return torch::kInt8;
+    case StorageDtype::kUInt8: return torch::kUInt8;
+    case StorageDtype::kBool: return torch::kBool;
+  }
+  return torch::kFloat32;
+}
+
+//! Checks that the strided view stays inside its storage.
+void check_view(const PickledTensor& t, const std::string& what) {
+  int64_t last = t.storage_offset;
+  bool empty = false;
+  for (std::size_t d = 0; d < t.shape.size(); ++d) {
+    if (t.shape[d] == 0) empty = true;
+    else if (t.stride[d] < 0 || t.stride[d] > (int64_t{1} << 40) || t.shape[d] > (int64_t{1} << 40))
+      throw Error(what + ": tensor '" + t.name + "' has an invalid stride");
+    else last += (t.shape[d] - 1) * t.stride[d];
+  }
+  if (!empty && (t.storage_offset < 0 || last >= t.storage_numel))
+    throw Error(what + ": tensor '" + t.name + "' reaches beyond its storage");
+}
+
+struct StorageRecord {
+  at::DataPtr data;
+  std::size_t size = 0;
+};
+
+}  // namespace
+
+std::map<std::string, torch::Tensor> read_state_dict_pth(const std::filesystem::path& path) {
+  const std::string what = path.string();
+  try {
+    caffe2::serialize::PyTorchStreamReader reader(path.string());
+    if (!reader.hasRecord("data.pkl")) throw Error(what + ": the zip has no data.pkl (not a torch.save file)");
+    auto [pickle_data, pickle_size] = reader.getRecord("data.pkl");
+    auto pickled = parse_state_dict_pickle(
+        std::string_view(static_cast<const char*>(pickle_data.get()), pickle_size), what);
+    std::map<std::string, StorageRecord> storages;
+    std::map<std::string, torch::Tensor> tensors;
+    for (const auto& t : pickled) {
+      std::string record = "data/" + t.storage_key;
+      if (!storages.count(t.storage_key)) {
+        if (!reader.hasRecord(record)) throw Error(what + ": storage '" + record + "' of tensor '" + t.name + "' is missing");
+        auto [data, size] = reader.getRecord(record);
+        storages[t.storage_key] = {std::move(data), size};
+      }
+      const auto& storage = storages[t.storage_key];
+      if (static_cast<std::size_t>(t.storage_numel) * dtype_size(t.dtype) > storage.size)
+        throw Error(what + ": storage of tensor '" + t.name + "' is shorter than its declared size");
+      check_view(t, what);
+      auto flat = torch::from_blob(storage.data.get(), {t.storage_numel}, scalar_type(t.dtype));
+      tensors[t.name] = flat.as_strided(t.shape, t.stride, t.storage_offset).to(torch::kFloat32).clone();
+    }
+    return tensors;
+  } catch (const c10::Error& e) {
+    std::string message = e.what_without_backtrace();
+    throw Error(what + ": not a readable torch.save zip archive (" + message.substr(0, message.find('\n')) + ")");
+  }
+}
+
+// ---- conversions --------------------------------------------------------------------------------------------
+
+NamedArray to_named_array(const std::string& name, const torch::Tensor& tensor) {
+  auto t = tensor.detach().to(torch::kFloat32).contiguous();
+  NamedArray array{name, t.sizes().vec(), {}};
+  array.values.assign(t.data_ptr<float>(), t.data_ptr<float>() + t.numel());
+  return array;
+}
+
+torch::Tensor to_tensor(const NamedArray& array) {
+  return torch::from_blob(const_cast<float*>(array.values.data()), array.shape, torch::kFloat32).clone();
+}
+
+OwnCheckpoint read_own_checkpoint(const std::filesystem::path& path) {
+  CheckpointContents contents = decode_checkpoint(read_file(path), path.string());
+  OwnCheckpoint checkpoint;
+  checkpoint.meta = nlohmann::json::parse(contents.meta_json, nullptr, false);
+  if (!checkpoint.meta.is_object()) throw Error(path.string() + ": corrupt checkpoint metadata");
+  for (const auto& array : contents.arrays) {
+    std::string_view name = array.name;
+    if (name.starts_with(kLatestPrefix)) checkpoint.latest[std::string(name.substr(kLatestPrefix.size()))] = to_tensor(array);
+    else checkpoint.served[array.name] = to_tensor(array);
+  }
+  checkpoint.optimizer_state = std::move(contents.blob);
+  return checkpoint;
+}
+
+namespace {
+
+//! score[i] += Σ_j columns[j·n + i] · h[j], in blocks of candidates that stay in L1 while the columns stream
+//! past. Compiled for AVX-512, AVX2 and baseline x86-64, picked at load time (the build is not -march=native).
+__attribute__((target_clones("avx512f", "avx2", "default"))) void accumulate_scores(
+    const float* columns, int64_t width, std::size_t n, const float* h, float* score) {
+  constexpr std::size_t kBlock = 512;
+  for (std::size_t start = 0; start < n; start += kBlock) {
+    const std::size_t end = std::min(n, start + kBlock);
+    for (int64_t j = 0; j < width; ++j) {
+      const float* column = columns + j * static_cast<int64_t>(n);
+      const float hj = h[j];
+      for (std::size_t i = start; i < end; ++i) score[i] += column[i] * hj;
+    }
+  }
+}
+
+}  // namespace
+
+std::vector<std::pair<int64_t, float>> top_candidates(Sasrec& model, const torch::Tensor& candidate_columns,
+                                                      const std::vector<int64_t>& candidate_ids,
+                                                      const std::vector<int64_t>& sequence, int k) {
+  if (sequence.empty() || k <= 0 || candidate_ids.empty()) return {};
+  auto state = model->encode(right_aligned(sequence, model->shape().maxlen)).select(1, -1).squeeze(0).contiguous();
+  // scores = columnsᵀ · state as hidden axpy passes over the candidates: vectorizes without reassociation and
+  // beats a BLAS matrix-vector call at this size (no dispatch, no threads).
+  const float* h = state.data_ptr<float>();
+  const float* columns = candidate_columns.data_ptr<float>();
+  const std::size_t n = candidate_ids.size(), keep = std::min<std::size_t>(static_cast<std::size_t>(k), n);
+  std::vector<float> scores(n, 0.0f);
+  float* score = scores.data();
+  accumulate_scores(columns, candidate_columns.size(0), n, h, score);
+  // The best `keep` candidates by score descending, then lower id; NaN ranks last.
+  auto key = [&](std::size_t i) { return std::isnan(score[i]) ? -std::numeric_limits<float>::infinity() : score[i]; };
+  auto better = [&](std::size_t a, std::size_t b) { return key(a) > key(b) || (key(a) == key(b) && a < b); };
+  std::vector<std::size_t> best;
+  if (keep <= 64) {
+    best.reserve(keep + 1);
+    for (std::size_t i = 0; i < n; ++i) {
+      if (best.size() == keep && !better(i, best.back())) continue;
+      best.insert(std::upper_bound(best.begin(), best.end(), i, better), i);
+      if (best.size() > keep) best.pop_back();
+    }
+  } else {  // a long list: sort once instead of inserting into it
+    best.resize(n);
+    for (std::size_t i = 0; i < n; ++i) best[i] = i;
+    std::partial_sort(best.begin(), best.begin() + static_cast<std::ptrdiff_t>(keep), best.end(), better);
+    best.resize(keep);
+  }
+  std::vector<std::pair<int64_t, float>> out;
+  for (std::size_t i : best) out.emplace_back(candidate_ids[i], score[i]);
+  return out;
+}
+
+torch::Tensor candidate_columns(Sasrec& model, const std::vector<int64_t>& ids) {
+  torch::NoGradGuard no_grad;
+  return model->item_table().index_select(0, torch::tensor(ids, torch::kLong)).t().contiguous();
+}
+
+torch::Tensor right_aligned(const std::vector<int64_t>& ids, int maxlen) {
+  auto seq = torch::zeros({1, maxlen}, torch::kLong);
+  auto* out = seq.data_ptr<int64_t>();
+  std::size_t n = std::min<std::size_t>(ids.size(), static_cast<std::size_t>(maxlen));
+  for (std::size_t i = 0; i < n; ++i) out[maxlen - n + i] = ids[ids.size() - n + i];
+  return seq;
+}
+
+}  // namespace pwab::rec
