@@ -34,6 +34,11 @@ void add_rec_commands(CLI::App& app) {
     data::Dataset ds = load_data(train_args->data);
     auto out = train_args->out.empty() ? default_rec_checkpoint(train_args->data) : std::filesystem::path(train_args->out);
     rec::TrainReport r = rec::train(ds, train_args->options, out);
+    if (r.epochs_run == 0) {
+      std::cerr << fmt::format("pwab: {} is already trained to epoch {} (best HR@10 {:.4f}, NDCG@10 {:.4f}); nothing to do\n",
+                               out.string(), r.last_epoch, r.best_hr10, r.best_ndcg10);
+      return;
+    }
     std::cerr << fmt::format(
         "pwab: trained epochs {}-{} in {:.1f} s ({:.0f} sequences/s); loss {:.4f} -> {:.4f}; best HR@10 {:.4f} "
         "NDCG@10 {:.4f} (epoch {}); checkpoint {}\n",

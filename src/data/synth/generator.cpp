@@ -204,6 +204,7 @@ struct Catalogue {
   std::vector<std::vector<int>> brands_by_category;
   std::vector<ProductSpec> specs;                       // parallel to Dataset products
   std::vector<std::vector<std::vector<ProductId>>> by_type;  // [category][type] -> product ids
+  std::vector<std::vector<std::vector<double>>> popularity_cdf;  // [category][type] -> running sum over by_type
 };
 
 Product render_product(Rng& rng, const ProductSpec& s, const Catalogue& cat, std::string asin) {
@@ -351,6 +352,15 @@ void build_catalogue(const SynthOptions& o, int n_products, Dataset& ds, Catalog
   }
   for (std::size_t i = 0; i < cat.specs.size(); ++i)
     cat.by_type[static_cast<std::size_t>(cat.specs[i].category)][static_cast<std::size_t>(cat.specs[i].type)].push_back(static_cast<ProductId>(i));
+  cat.popularity_cdf.resize(cats.size());
+  for (std::size_t ci = 0; ci < cats.size(); ++ci) {
+    for (const auto& ids : cat.by_type[ci]) {
+      std::vector<double> cdf;
+      double total = 0;
+      for (ProductId id : ids) cdf.push_back(total += cat.specs[id].popularity);
+      cat.popularity_cdf[ci].push_back(std::move(cdf));
+    }
+  }
   for (auto& per_cat : cat.by_type) {
     for (auto& ids : per_cat) {
       std::vector<ProductId> sorted = ids;
@@ -616,6 +626,7 @@ int behaviour_count(Rng& rng, double mean) {
 ProductId choose_product(Rng& rng, const Catalogue& cat, const Taste& t, int ci, int ti,
                          const std::unordered_set<ProductId>& owned) {
   const auto& ids = cat.by_type[static_cast<std::size_t>(ci)][static_cast<std::size_t>(ti)];
+  const auto& cdf = cat.popularity_cdf[static_cast<std::size_t>(ci)][static_cast<std::size_t>(ti)];
   std::vector<ProductId> cands;
   std::vector<double> scores;
   std::size_t n_look = std::min<std::size_t>(ids.size(), 48);
@@ -623,10 +634,14 @@ ProductId choose_product(Rng& rng, const Catalogue& cat, const Taste& t, int ci,
   // Favourite-brand products are always candidates, so loyalty shows even in big categories.
   for (ProductId id : ids)
     if (std::find(fav.begin(), fav.end(), cat.specs[id].brand) != fav.end() && rng.chance(0.5)) cands.push_back(id);
-  for (std::size_t k = 0; k < n_look; ++k) cands.push_back(ids[rng.below(ids.size())]);
+  // Candidates are drawn by popularity, so best sellers recur across users as they do on a real shop.
+  for (std::size_t k = 0; k < n_look; ++k) {
+    double r = rng.uniform() * cdf.back();
+    cands.push_back(ids[static_cast<std::size_t>(std::upper_bound(cdf.begin(), cdf.end(), r) - cdf.begin()) % ids.size()]);
+  }
   for (ProductId id : cands) {
     const ProductSpec& s = cat.specs[id];
-    double score = 0.35 * std::log(s.popularity + 1e-3);
+    double score = 0.3 * std::log(s.popularity + 1e-3);
     if (std::find(fav.begin(), fav.end(), s.brand) != fav.end()) score += t.brand_loyalty;
     if (s.style == t.style) score += 1.0;
     else if (s.style == t.second_style) score += 0.5;
@@ -635,6 +650,25 @@ ProductId choose_product(Rng& rng, const Catalogue& cat, const Taste& t, int ci,
     scores.push_back(std::exp(score));
   }
   return cands[rng.weighted(scores)];
+}
+
+// The product people buy to go with `prev` among products of type `ti`: the best seller of the same brand
+// (ecosystems: a phone's own case), else of the same style, else of the type. Fixed per (prev, type), which
+// gives the recommender item-to-item transitions to learn.
+std::optional<ProductId> companion(const Catalogue& cat, ProductId prev, int ti) {
+  const ProductSpec& p = cat.specs[prev];
+  const auto& ids = cat.by_type[static_cast<std::size_t>(p.category)][static_cast<std::size_t>(ti)];
+  std::optional<ProductId> best;
+  int best_rank = -1;
+  for (ProductId id : ids) {
+    const ProductSpec& s = cat.specs[id];
+    int rank = s.brand == p.brand ? 2 : s.style == p.style ? 1 : 0;
+    if (rank > best_rank || (rank == best_rank && s.popularity > cat.specs[*best].popularity)) {
+      best = id;
+      best_rank = rank;
+    }
+  }
+  return best;
 }
 
 SynthUser make_user(uint64_t seed, int index, const Catalogue& cat, double mean_behaviours,
@@ -677,7 +711,8 @@ SynthUser make_user(uint64_t seed, int index, const Catalogue& cat, double mean_
       const auto& ps = cat.specs[prev->product];
       prev_type = &cats[static_cast<std::size_t>(ps.category)].types[static_cast<std::size_t>(ps.type)];
     }
-    if (prev_type && !prev_type->complements.empty() && rng.chance(0.3)) {
+    bool complement = prev_type && !prev_type->complements.empty() && rng.chance(0.35);
+    if (complement) {
       ci = cat.specs[prev->product].category;
       std::string_view want = pick(rng, prev_type->complements);
       ti = cat.specs[prev->product].type;
@@ -694,7 +729,8 @@ SynthUser make_user(uint64_t seed, int index, const Catalogue& cat, double mean_
       continue;
     }
     SynthBehaviour b;
-    b.product = choose_product(rng, cat, t, ci, ti, owned);
+    std::optional<ProductId> buddy = complement ? companion(cat, prev->product, ti) : std::nullopt;
+    b.product = buddy && !owned.count(*buddy) && rng.chance(0.65) ? *buddy : choose_product(rng, cat, t, ci, ti, owned);
     owned.insert(b.product);
     ts += 3600000LL + static_cast<int64_t>(rng.exponential(18.0 * 86400000.0));
     b.timestamp = ts;
