@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 
 #include "support/test_support.h"
@@ -49,6 +50,41 @@ TEST(Cli, UsageErrorsExitTwo) {
   EXPECT_EQ(run({"pwab", "data", "synth", "--out", "x", "--scale", "huge"}), kUsage);
   EXPECT_EQ(run({"pwab", "no-such-command"}), kUsage);
   EXPECT_EQ(run({"pwab", "data", "synth", "--out", "/tmp/pwab-x", "--products", "3"}), kUsage);
+}
+
+int count_lines(const std::string& s) { return static_cast<int>(std::count(s.begin(), s.end(), '\n')); }
+
+TEST(Cli, IndexSearchTrainRecommend) {
+  test::TempDir dir;
+  std::string data = (dir / "mini").string(), out;
+  ASSERT_EQ(run_binary("data synth --out " + data + " --scale mini"), 0);
+  ASSERT_EQ(run_binary("index build " + data, &out), 0) << out;
+  EXPECT_NE(out.find("index of 2000 products ready"), std::string::npos) << out;
+
+  ASSERT_EQ(run_binary("index docs --data " + data, &out), 0);
+  EXPECT_EQ(count_lines(out), 2000);
+  std::string first = out.substr(0, out.find('\n'));
+  EXPECT_EQ(first.find('\t'), 10u) << first;                      // asin<TAB>text
+  EXPECT_NE(first.find("- Title: "), std::string::npos) << first;  // the product lines, flattened
+
+  ASSERT_EQ(run_binary("search --data " + data + " 'wireless earbuds'", &out), 0) << out;
+  EXPECT_EQ(count_lines(out), 10);
+  EXPECT_EQ(out.rfind("q0\t1\tB", 0), 0u) << out;
+  test::write_text(dir / "queries.tsv", "a\tdark roast coffee\nb\tlaptop\n");
+  ASSERT_EQ(run_binary("search --data " + data + " --queries " + (dir / "queries.tsv").string(), &out), 0) << out;
+  EXPECT_EQ(count_lines(out), 20);
+  EXPECT_NE(out.find("\nb\t1\t"), std::string::npos) << out;
+  EXPECT_EQ(run_binary("search --data " + data + " x --queries " + (dir / "queries.tsv").string(), &out), 2) << out;
+
+  EXPECT_EQ(run_binary("recommend --data " + data + " B0ANY", &out), 1);
+  EXPECT_NE(out.find("run `pwab rec train"), std::string::npos) << out;
+  ASSERT_EQ(run_binary("rec train " + data + " --epochs 2 --eval-every 0", &out), 0) << out;
+  std::string asin = first.substr(0, 10);
+  ASSERT_EQ(run_binary("recommend --data " + data + " " + asin + " B0NOTREAL", &out), 0) << out;
+  EXPECT_EQ(count_lines(out), 10);
+  EXPECT_EQ(out.rfind("1\tB", 0), 0u) << out;
+  ASSERT_EQ(run_binary("recommend --data " + data + " B0NOTREAL", &out), 0) << out;
+  EXPECT_EQ(out, "");  // unknown ASINs are dropped; nothing left → no recommendations
 }
 
 TEST(Cli, VersionNamesTheLibraries) {
