@@ -45,7 +45,7 @@ class FastSasrec {
   const std::vector<int64_t>& candidate_ids() const { return candidate_ids_; }
 
   //! Candidates per panel of the scoring table (one panel = kPanel candidates × hidden, candidate-minor).
-  static constexpr int kPanel = 32;
+  static constexpr int kPanel = 64;
 
  private:
   struct LayerNorm {

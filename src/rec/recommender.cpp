@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <fstream>
+#include <optional>
 
 #include "core/error.h"
 #include "core/torch_runtime.h"
@@ -15,13 +16,12 @@ namespace pwab::rec {
 
 struct Recommender::Impl {
   ItemMap items;
-  Sasrec model{nullptr};
-  torch::Tensor candidate_columns;  //!< item_emb rows of the candidates (ascending ids), transposed
+  Sasrec model{nullptr};           //!< the loaded network: the reference, and what the probes are checked on
+  std::optional<FastSasrec> fast;  //!< a torch-free copy of its weights that inference runs on
   std::string description;
 
-  std::vector<std::pair<int64_t, float>> top(const std::vector<int64_t>& sequence, int k) {
-    torch::NoGradGuard no_grad;
-    return top_candidates(model, candidate_columns, items.ids(), sequence, k);
+  std::vector<std::pair<int64_t, float>> top(const std::vector<int64_t>& sequence, int k) const {
+    return fast->top(sequence, k);
   }
 };
 
@@ -53,7 +53,7 @@ Sasrec build_model(int64_t item_rows, const ModelShape& shape, const std::map<st
   return model;
 }
 
-void attach_candidates(Recommender::Impl& impl) { impl.candidate_columns = candidate_columns(impl.model, impl.items.ids()); }
+void attach_fast_path(Recommender::Impl& impl) { impl.fast.emplace(make_fast_sasrec(impl.model, impl.items.ids())); }
 
 void load_original(Recommender::Impl& impl, const fs::path& path) {
   auto tensors = read_state_dict_pth(path);
@@ -128,7 +128,7 @@ std::unique_ptr<Recommender> Recommender::load(const fs::path& checkpoint, const
     case FileKind::kOther:
       throw Error(checkpoint.string() + ": not a SASRec checkpoint (neither a torch.save zip nor a pwab checkpoint)");
   }
-  attach_candidates(*impl);
+  attach_fast_path(*impl);
   return std::unique_ptr<Recommender>(new Recommender(std::move(impl)));
 }
 

@@ -318,30 +318,20 @@ std::vector<std::pair<int64_t, float>> top_candidates(Sasrec& model, const torch
   // beats a BLAS matrix-vector call at this size (no dispatch, no threads).
   const float* h = state.data_ptr<float>();
   const float* columns = candidate_columns.data_ptr<float>();
-  const std::size_t n = candidate_ids.size(), keep = std::min<std::size_t>(static_cast<std::size_t>(k), n);
-  std::vector<float> scores(n, 0.0f);
+  std::vector<float> scores(candidate_ids.size(), 0.0f);
   float* score = scores.data();
-  accumulate_scores(columns, candidate_columns.size(0), n, h, score);
-  // The best `keep` candidates by score descending, then lower id; NaN ranks last.
-  auto key = [&](std::size_t i) { return std::isnan(score[i]) ? -std::numeric_limits<float>::infinity() : score[i]; };
-  auto better = [&](std::size_t a, std::size_t b) { return key(a) > key(b) || (key(a) == key(b) && a < b); };
-  std::vector<std::size_t> best;
-  if (keep <= 64) {
-    best.reserve(keep + 1);
-    for (std::size_t i = 0; i < n; ++i) {
-      if (best.size() == keep && !better(i, best.back())) continue;
-      best.insert(std::upper_bound(best.begin(), best.end(), i, better), i);
-      if (best.size() > keep) best.pop_back();
-    }
-  } else {  // a long list: sort once instead of inserting into it
-    best.resize(n);
-    for (std::size_t i = 0; i < n; ++i) best[i] = i;
-    std::partial_sort(best.begin(), best.begin() + static_cast<std::ptrdiff_t>(keep), best.end(), better);
-    best.resize(keep);
-  }
-  std::vector<std::pair<int64_t, float>> out;
-  for (std::size_t i : best) out.emplace_back(candidate_ids[i], score[i]);
-  return out;
+  accumulate_scores(columns, candidate_columns.size(0), candidate_ids.size(), h, score);
+  return select_top(score, candidate_ids, k);
+}
+
+FastSasrec make_fast_sasrec(Sasrec& model, const std::vector<int64_t>& candidate_ids) {
+  auto params = model->named_parameters();
+  auto weights = [&](const std::string& name) {
+    auto tensor = params[name].detach().to(torch::kFloat32).contiguous();
+    const float* data = tensor.data_ptr<float>();
+    return WeightArray{tensor.sizes().vec(), std::vector<float>(data, data + tensor.numel())};
+  };
+  return FastSasrec(weights, model->item_rows(), model->shape(), candidate_ids);
 }
 
 torch::Tensor candidate_columns(Sasrec& model, const std::vector<int64_t>& ids) {

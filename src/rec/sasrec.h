@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "rec/checkpoint_file.h"
+#include "rec/fast_sasrec.h"
 #include "rec/recommender.h"
 
 namespace pwab::rec {
@@ -103,6 +104,9 @@ std::vector<std::pair<int64_t, float>> top_candidates(Sasrec& model, const torch
 
 //! The item_emb rows of `ids`, transposed to [hidden, ids.size()] contiguous, for top_candidates().
 torch::Tensor candidate_columns(Sasrec& model, const std::vector<int64_t>& ids);
+
+//! The torch-free copy of `model` that inference runs on (fast_sasrec.h), scoring `candidate_ids` (ascending).
+FastSasrec make_fast_sasrec(Sasrec& model, const std::vector<int64_t>& candidate_ids);
 
 //! Item ids right-aligned in a [1, maxlen] int64 tensor (the last maxlen kept, 0-padded on the left).
 torch::Tensor right_aligned(const std::vector<int64_t>& ids, int maxlen);

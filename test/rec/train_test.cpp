@@ -20,15 +20,9 @@ using namespace pwab;
 
 namespace {
 
-//! The mini scale with a catalogue small enough for items to recur across users. With the default 2,000
-//! products each item is bought ~0.7 times in training, no item-id model can learn it and most-popular wins
-//! (docs/recommender.md has the figures).
-data::SynthOptions mini_options() {
-  data::SynthOptions o;
-  o.n_users = 100;
-  o.n_products = 150;
-  return o;
-}
+//! The default mini dataset (50 users, 2,000 products): its companion purchases give SASRec item-to-item
+//! transitions that a most-popular list cannot capture (docs/data.md, docs/recommender.md).
+data::SynthOptions mini_options() { return data::SynthOptions{}; }
 const data::Dataset& mini() {
   static const data::Dataset ds = data::synthesize(mini_options());
   return ds;
@@ -48,8 +42,14 @@ struct Trained {
   test::TempDir dir;
   fs::path checkpoint = dir / "sasrec.ckpt";
   rec::TrainReport report;
-  Trained() { report = rec::train(mini(), quick_options(kEpochs), checkpoint); }
-  static constexpr int kEpochs = 100;
+  // Validated once, at the end: with 50 users, validation against sampled negatives is too noisy to pick an
+  // earlier epoch, so the test serves the final weights.
+  Trained() {
+    auto o = quick_options(kEpochs);
+    o.eval_every = 0;
+    report = rec::train(mini(), o, checkpoint);
+  }
+  static constexpr int kEpochs = 300;
 };
 Trained& trained() {
   static Trained t;
@@ -111,8 +111,8 @@ TEST(RecTrain, LossFallsAndValidationIsReported) {
   EXPECT_EQ(r.epochs_run, Trained::kEpochs);
   EXPECT_EQ(r.last_epoch, Trained::kEpochs);
   EXPECT_LT(r.final_loss, 0.8 * r.first_loss) << "first " << r.first_loss << " final " << r.final_loss;
-  EXPECT_GT(r.n_train_users, 90u);
-  EXPECT_GT(r.n_validation_users, 90u);
+  EXPECT_GE(r.n_train_users, 45u);
+  EXPECT_GE(r.n_validation_users, 45u);
   EXPECT_GT(r.best_epoch, 0);
   EXPECT_GT(r.best_hr10, 0.0);
   std::printf("[rec] mini: %d epochs in %.1f s (%.0f sequences/s), loss %.4f -> %.4f, validation HR@10 %.3f NDCG@10 %.3f (epoch %d)\n",
