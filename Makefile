@@ -31,14 +31,14 @@ debug:
 	$(call cmake_build,build/debug,Debug,)
 
 test: release
-	@cd $(BUILD_RELEASE) && ctest --output-on-failure -j $(JOBS) $(if $(T),-R '$(T)',)
+	@cd $(BUILD_RELEASE) && OMP_WAIT_POLICY=$${OMP_WAIT_POLICY:-passive} ctest --output-on-failure -j $(JOBS) $(if $(T),-R '$(T)',)
 
 demo: release
 	@scripts/demo.sh $(BUILD_RELEASE)/pwab
 
 bench: release
 	@mkdir -p build/bench
-	@$(BUILD_RELEASE)/bench/pwab-bench --out build/bench $(if $(B),--filter '$(B)',)
+	@OMP_WAIT_POLICY=$${OMP_WAIT_POLICY:-passive} $(BUILD_RELEASE)/bench/pwab-bench --out build/bench $(if $(B),--filter '$(B)',)
 
 fuzz:
 	@scripts/install-deps.sh
