@@ -34,6 +34,13 @@ struct Benchmark {
 int add(Benchmark b);
 std::vector<Benchmark>& registry();
 
+//! <out>/data/full: the full synthetic dataset (seed 1), generated once (per generator version) and shared
+//! by every benchmark that needs it.
+std::filesystem::path full_dataset_dir(const Context& ctx);
+
+//! Runs a shell command and returns its standard output; throws if it cannot be started.
+std::string run_capture(const std::string& cmd);
+
 //! Runs a shell command, returns its wall seconds; throws if it fails.
 double time_command(const std::string& cmd);
 

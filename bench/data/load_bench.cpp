@@ -20,17 +20,8 @@ using namespace pwab::bench;
 
 namespace {
 
-fs::path full_dir(const Context& ctx) { return ctx.out_dir / "data" / "full"; }
-
-void ensure_full_dataset(const Context& ctx) {
-  fs::path dir = full_dir(ctx);
-  if (fs::exists(dir / ".complete")) return;
-  std::fprintf(stderr, "[bench] synthesizing the full dataset into %s\n", dir.c_str());
-  data::SynthOptions o;
-  o.scale = data::SynthScale::kFull;
-  data::synthesize_to(o, dir);
-  std::ofstream(dir / ".complete") << "seed 1\n";
-}
+fs::path full_dir(const Context& ctx) { return full_dataset_dir(ctx); }
+void ensure_full_dataset(const Context& ctx) { full_dataset_dir(ctx); }
 
 struct LoadResult {
   double seconds = 0, rss_mb = 0;
@@ -38,15 +29,6 @@ struct LoadResult {
 };
 LoadResult last_load;
 std::vector<double> pwab_load_times;
-
-std::string run_capture(const std::string& cmd) {
-  std::unique_ptr<FILE, int (*)(FILE*)> pipe(popen(cmd.c_str(), "r"), pclose);
-  if (!pipe) throw std::runtime_error("cannot run " + cmd);
-  std::string out;
-  char buf[512];
-  while (std::fgets(buf, sizeof buf, pipe.get())) out += buf;
-  return out;
-}
 
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());

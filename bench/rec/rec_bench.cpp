@@ -32,7 +32,9 @@ const data::Dataset& dataset(data::SynthScale scale) {
   return *slot;
 }
 
-fs::path full_model(const Context& ctx) { return ctx.out_dir / "rec" / fmt::format("sasrec-full-{}ep.ckpt", kFullModelEpochs); }
+fs::path full_model(const Context& ctx) {
+  return ctx.out_dir / "rec" / fmt::format("sasrec-full-gen{}-{}ep.ckpt", data::kSynthVersion, kFullModelEpochs);
+}
 
 //! A model trained for a few epochs on the full synthetic dataset, cached between runs.
 void ensure_full_model(const Context& ctx) {

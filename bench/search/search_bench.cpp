@@ -24,21 +24,12 @@ using namespace pwab::bench;
 
 namespace {
 
-fs::path full_dir(const Context& ctx) { return ctx.out_dir / "data" / "full"; }
+fs::path full_dir(const Context& ctx) { return full_dataset_dir(ctx); }
 fs::path work_dir(const Context& ctx) { return ctx.out_dir / "search"; }
 // ../shared beside the checkout; __FILE__ is absolute (CMake compiles sources by full path).
 fs::path lucene_tool() { return fs::path(__FILE__).parent_path() / "../../../shared/tools/lucene-bm25/run"; }
 
-// The same full dataset the data benchmarks use (bench/data/load_bench.cpp).
-void ensure_full_dataset(const Context& ctx) {
-  fs::path dir = full_dir(ctx);
-  if (fs::exists(dir / ".complete")) return;
-  std::fprintf(stderr, "[bench] synthesizing the full dataset into %s\n", dir.c_str());
-  data::SynthOptions o;
-  o.scale = data::SynthScale::kFull;
-  data::synthesize_to(o, dir);
-  std::ofstream(dir / ".complete") << "seed 1\n";
-}
+void ensure_full_dataset(const Context& ctx) { full_dataset_dir(ctx); }
 
 std::unique_ptr<data::Dataset> dataset;
 std::vector<std::string> queries;

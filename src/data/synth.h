@@ -14,6 +14,9 @@
 
 namespace pwab::data {
 
+//! Bumped whenever the generator's output changes for the same options (caches of generated data key on it).
+inline constexpr int kSynthVersion = 2;
+
 enum class SynthScale { kMini, kFull };
 std::string_view to_string(SynthScale s);
 std::optional<SynthScale> parse_synth_scale(std::string_view s);
