@@ -1,0 +1,132 @@
+// src/metrics/metrics.h: the benchmark's scores (F. Acc, R. Acc, Avg. Steps) per task type and overall,
+// aggregated exactly as the original calculate_statistics (reference §3.2), with percentile-bootstrap
+// confidence intervals, a paired comparison of two runs, and the table / Markdown / CSV / JSON renderings.
+//
+// The area works on its own small input type (TaskOutcome), not on episode state, so `pwab score` can
+// recompute every number from the stored records alone.
+#pragma once
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "data/types.h"
+
+namespace pwab::metrics {
+
+//! One terminal scored attempt: a call of one of the three task functions, scored by §3.1.
+struct Attempt {
+  double function_acc = 0;  //!< 1 when the function matches the task type, else 0
+  double result_acc = 0;    //!< rank score or review similarity; may be set even for a wrong function
+};
+
+//! One finished task of a run.
+struct TaskOutcome {
+  std::string task_key;           //!< identifies the task across runs, e.g. "test/123"
+  data::TaskType type = data::TaskType::kSearch;
+  std::vector<Attempt> attempts;  //!< every terminal scored attempt, in order; empty when there was none
+  int steps = 0;                  //!< agent LLM calls (the original's len(usage.completion_tokens))
+};
+
+//! What one task adds to its group's F and R sums.
+struct TaskScore {
+  double f = 0;
+  double r = 0;
+};
+
+//! The §3.2 per-task rule:
+//!  - no attempts is treated as the single attempt [0, 0] (the original replaces empty lists by [0]);
+//!  - valid attempts are those with function_acc == 1 (the right function); wrong-function attempts are
+//!    ignored whatever their result_acc;
+//!  - with at least one valid attempt, best = the first valid attempt with the maximum result_acc, and the
+//!    task scores F = 1 (that attempt's function_acc) and R = its result_acc;
+//!  - without one, the task scores F = 0 and R = 0.
+TaskScore score_task(const TaskOutcome& outcome);
+
+//! A number with its bootstrap confidence interval.
+struct Cell {
+  double value = 0;
+  double ci_low = 0;
+  double ci_high = 0;
+};
+
+//! The three metrics of one group of tasks (one type, or all tasks).
+struct GroupSummary {
+  std::size_t n_tasks = 0;
+  int64_t total_steps = 0;  //!< sum of TaskOutcome::steps; 0 triggers the zero rule
+  Cell f_acc, r_acc, avg_steps;
+};
+
+//! Percentile bootstrap over tasks. resamples = 0 gives degenerate intervals [value, value].
+struct BootstrapOptions {
+  int resamples = 1000;
+  double confidence = 0.95;
+  uint64_t seed = 1;
+};
+
+//! Index into Summary::by_type / Comparison::by_type (search, recommend, review).
+inline std::size_t type_index(data::TaskType t) { return static_cast<std::size_t>(t); }
+
+struct Summary {
+  std::array<GroupSummary, 3> by_type;  //!< indexed by type_index()
+  GroupSummary overall;                 //!< all tasks pooled (task-weighted), not a mean of the types
+  BootstrapOptions bootstrap;           //!< the settings the intervals were computed with
+};
+
+//! Aggregates a run. Per group: F. Acc = ΣF / n, R. Acc = ΣR / n, Avg. Steps = Σsteps / n, with the §3.2
+//! zero rule: all three are 0 when the group has no tasks or its total steps are 0. Each bootstrap resample
+//! draws n tasks with replacement from the group and applies the same rule; the overall group resamples all
+//! tasks. Deterministic for a given seed.
+Summary summarize(const std::vector<TaskOutcome>& outcomes, const BootstrapOptions& options = {});
+
+//! One metric of a paired comparison: the two runs' values on the paired tasks and the difference b − a.
+struct DiffCell {
+  double a = 0;
+  double b = 0;
+  Cell diff;  //!< b − a with its bootstrap interval
+};
+
+//! One group of a paired comparison.
+struct PairedDiff {
+  std::size_t n_paired = 0;
+  DiffCell f_acc, r_acc, avg_steps;
+};
+
+struct Comparison {
+  std::array<PairedDiff, 3> by_type;  //!< by the type recorded in run A
+  PairedDiff overall;
+  std::size_t n_only_a = 0;  //!< tasks of run A with no task of the same key in run B
+  std::size_t n_only_b = 0;
+  std::size_t n_type_mismatch = 0;  //!< paired tasks whose types differ between the runs (grouped by A's)
+  std::vector<std::string> only_a_keys, only_b_keys;  //!< the unpaired keys, in input order
+  BootstrapOptions bootstrap;
+};
+
+//! Pairs the tasks of two runs by task_key and, per group, computes each run's §3.2 value on the paired
+//! tasks and the difference b − a. The interval resamples paired tasks (the same draw for both runs) and
+//! recomputes the difference. Throws pwab::DataError when a task_key occurs twice within one run.
+Comparison compare(const std::vector<TaskOutcome>& a, const std::vector<TaskOutcome>& b,
+                   const BootstrapOptions& options = {});
+
+//! Which columns the table and Markdown renderings show: Avg. Steps only for the multi-turn track,
+//! as in the paper's Tables 3 and 4. CSV and JSON always carry every metric.
+enum class Track { kSingleTurn, kMultiTurn };
+
+//! The paper's Table 3/4 layout as aligned plain text: one row named `title`, columns Search /
+//! Recommendation / Review / Overall, each with Function Acc and Res Acc (and Avg. Steps for multi-turn);
+//! cells read "0.647 [0.61, 0.68]" (value to 3 decimals, interval to 2).
+std::string format_table(const Summary& summary, std::string_view title, Track track = Track::kMultiTurn);
+//! The same as a Markdown table (the leaderboard layout of reference §6.3) plus a line of task counts.
+std::string format_markdown(const Summary& summary, std::string_view title, Track track = Track::kMultiTurn);
+//! Header `group,metric,value,ci_low,ci_high,n_tasks`, then one row per group × metric; groups search,
+//! recommend, review, overall; metrics f_acc, r_acc, avg_steps; numbers in shortest round-trip form.
+std::string format_csv(const Summary& summary);
+//! {"bootstrap": {...}, "groups": {"search": {"n_tasks", "total_steps", "f_acc": {"value", "ci_low",
+//! "ci_high"}, "r_acc", "avg_steps"}, "recommend", "review", "overall"}}, indented by 2, newline-terminated.
+std::string format_json(const Summary& summary);
+//! A plain-text report of a comparison: per group and metric the values of A and B and b − a with its interval.
+std::string format_comparison(const Comparison& comparison, std::string_view name_a, std::string_view name_b);
+
+}  // namespace pwab::metrics
