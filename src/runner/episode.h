@@ -1,0 +1,74 @@
+// src/runner/episode.h: the one episode loop every agent runs under (reference §3.3; style.md §5, §9 item 1).
+//
+// An agent only decides the next action from the latest observation; the runner owns reset, the step cap,
+// which calls end the episode, which calls are recorded as scored attempts, and step counting, so endings and
+// step counts are identical for every agent in the paper's tables. The rules per track are in docs/runner.md.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "data/types.h"
+#include "env/environment.h"
+#include "metrics/metrics.h"
+
+namespace pwab::runner {
+
+//! Single-turn (the original's --max_steps -1, no user) or multi-turn (a user simulator answers `respond`).
+enum class Track { kSingleTurn, kMultiTurn };
+
+//! What an agent decides after seeing the conversation so far: a tool call, or a text reply as the action
+//! named "respond" with arguments {"content": <text>}. Token counts are those of the LLM call that produced it.
+struct AgentStep {
+  env::Action action;
+  int prompt_tokens = 0;
+  int completion_tokens = 0;
+};
+
+//! One instance per episode.
+class Agent {
+ public:
+  virtual ~Agent() = default;
+  //! Called once, before the first next(), with the task and the environment's first observation.
+  virtual void begin(const data::Task& task, const std::string& first_observation, Track track) = 0;
+  //! The next action given the previous action's observation (empty on the first call). One call = one step
+  //! (one LLM call).
+  virtual AgentStep next(const std::string& observation) = 0;
+};
+
+//! The original's loop bound (§3.3): `max_steps` when positive; otherwise (single-turn, max_steps = −1) 10 for
+//! function-calling agents and PUMA, 3 for ReAct-style agents.
+int loop_bound(int max_steps_flag, bool react_style);
+
+struct EpisodeOptions {
+  Track track = Track::kSingleTurn;
+  //! At most this many agent calls. Single-turn: 10 for function-calling agents, 3 for ReAct (loop_bound());
+  //! multi-turn: the run's max_steps (the scripts use 10). Must be ≥ 1.
+  int max_steps = 10;
+};
+
+struct EpisodeResult {
+  data::TaskType type = data::TaskType::kSearch;  //!< the task's type (for outcome())
+  std::string first_observation;                  //!< what reset() returned
+  std::vector<env::ActionRecord> actions;         //!< every executed action, from the Session
+  std::vector<metrics::Attempt> attempts;         //!< every recorded (done) step's [function_acc, result_acc]
+  int steps = 0;                                  //!< agent next() calls (= LLM calls)
+  //! Why the loop ended: "task_function" or "respond" (single-turn done), "stop" (the agent's stop), or
+  //! "step_cap" (max_steps agent calls used).
+  std::string ending;
+  double seconds_env = 0;    //!< wall time in Session::reset / step (user simulator replies included)
+  double seconds_agent = 0;  //!< wall time in Agent::begin / next
+  int prompt_tokens = 0;
+  int completion_tokens = 0;
+
+  //! The metrics input for this episode: its attempts, type and step count.
+  metrics::TaskOutcome outcome(std::string task_key) const;
+};
+
+//! Runs one episode of `task` (reference §3.3). `user` answers `respond` in the multi-turn track and may be null
+//! (each respond then gets "Error: ###STOP###", recorded as a [0, 0] attempt); when it is a sim::ScriptedUser,
+//! it is told every scored attempt (note_attempt). The single-turn track takes no user: passing one is a
+//! UsageError, as run.py rejects a user simulator with max_steps −1. max_steps < 1 is a UsageError.
+EpisodeResult run_episode(const env::Environment& env, const data::Task& task, Agent& agent, env::UserChannel* user,
+                          const EpisodeOptions& options);
+
+}  // namespace pwab::runner
