@@ -1,0 +1,131 @@
+// src/runner/results.h: the files a run leaves behind (style.md §9 item 2; docs/runner.md "Results files").
+//
+// A run directory holds `manifest.json` (what the run was: config, seed, dataset fingerprint, pwab version,
+// shard) and `results.jsonl`, one line appended per finished task and never rewritten. A killed run resumes
+// from those lines; shard directories merge into one; `pwab score` recomputes every number from the lines
+// alone. No JSON library type appears here: records carry plain fields and (de)serialize themselves.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "data/dataset.h"
+#include "data/types.h"
+#include "env/environment.h"
+#include "metrics/metrics.h"
+#include "runner/episode.h"
+
+namespace pwab::runner {
+
+inline constexpr const char* kManifestFile = "manifest.json";
+inline constexpr const char* kResultsFile = "results.jsonl";
+
+//! RUN_DIR/manifest.json.
+struct RunManifest {
+  //! The full run config as a JSON object text. Stored and compared in canonical form (keys sorted, compact),
+  //! so key order and whitespace do not matter on resume.
+  std::string config_json = "{}";
+  uint64_t seed = 0;
+  std::string dataset_fingerprint;  //!< dataset_fingerprint() of the data directory
+  std::string pwab_version;         //!< pwab::kVersion of the build that created the run
+  std::string created_utc;          //!< ISO 8601, filled with the current time when empty at creation
+  int shard_index = 0;
+  int shard_count = 1;
+};
+
+//! Reads RUN_DIR/manifest.json; throws DataError naming the file and the problem.
+RunManifest read_manifest(const std::filesystem::path& dir);
+
+//! 16 hex digits identifying the dataset: every regular file under `data_dir` (recursively, sorted by relative
+//! path), each contributing its relative path and the hash of its bytes. Throws pwab::Error when unreadable.
+std::string dataset_fingerprint(const std::filesystem::path& data_dir);
+
+//! One finished task: one line of results.jsonl.
+struct TaskRecord {
+  std::string task_key;  //!< "<split>/<index>", e.g. "test/17"
+  std::string user_id;
+  std::string instruction;
+  data::TaskType type = data::TaskType::kSearch;
+  std::string target_asin;
+  std::string first_observation;             //!< what reset() showed the agent
+  std::vector<env::ActionRecord> actions;    //!< the whole trajectory, in order
+  std::vector<metrics::Attempt> attempts;    //!< the scored attempts, in order
+  int steps = 0;
+  std::string ending;
+  int prompt_tokens = 0;
+  int completion_tokens = 0;
+  double seconds_env = 0;
+  double seconds_agent = 0;
+  //! Non-empty: the task failed for an infrastructure reason (not the agent's fault). Such a record is not
+  //! done: resume runs the task again and the later record supersedes this one.
+  std::string error;
+
+  //! The record as one JSON object on one line (no '\n' inside, none at the end). Invalid UTF-8 in strings is
+  //! replaced by U+FFFD rather than failing.
+  std::string to_json_line() const;
+  //! Parses one line; throws DataError naming the missing or mistyped field. Unknown fields are ignored.
+  static TaskRecord from_json(std::string_view line);
+  //! The metrics input (task_key, type, attempts, steps).
+  metrics::TaskOutcome outcome() const;
+};
+
+//! "<split>/<index>" of a task.
+std::string task_key(const data::Task& task);
+
+//! The record of a finished episode (error empty).
+TaskRecord make_record(const data::Dataset& ds, const data::Task& task, const EpisodeResult& result);
+
+//! An open run directory, appending to results.jsonl. Movable, not copyable; append() is thread-safe.
+class RunDirectory {
+ public:
+  //! Without `resume`: creates `dir` (if needed) and writes its manifest; a UsageError when `dir` already has
+  //! results. With `resume`: a directory without a manifest is created as above; otherwise the stored manifest
+  //! must match `manifest` in config, seed, dataset fingerprint and shard (a UsageError naming the first field
+  //! that differs), the existing lines are checked (DataError with the line number on a bad one), and an
+  //! unterminated last line left by a kill mid-write is cut off the file before anything is appended.
+  static RunDirectory open(const std::filesystem::path& dir, const RunManifest& manifest, bool resume);
+
+  RunDirectory(RunDirectory&&) noexcept;
+  RunDirectory& operator=(RunDirectory&&) noexcept;
+  ~RunDirectory();
+
+  const std::filesystem::path& path() const;
+  //! The manifest in force (the stored one when resuming).
+  const RunManifest& manifest() const;
+  //! Keys whose latest record has no error: the tasks a resumed run skips.
+  std::set<std::string> done() const;
+  //! Lines dropped from the end of the file when it was opened (0 or 1).
+  std::size_t n_truncated() const;
+  //! Appends the record as one line with a single write, then fsyncs; safe to call from several threads.
+  void append(const TaskRecord& record);
+
+ private:
+  struct State;
+  explicit RunDirectory(std::unique_ptr<State> state);
+  std::unique_ptr<State> state_;
+};
+
+//! The final records of a run directory: per task key the latest record (errored ones included; check
+//! `error`), in the file order of those latest records. An unterminated last line is ignored and counted in
+//! `*n_truncated`; any other bad line throws DataError naming the file and line number.
+std::vector<TaskRecord> read_records(const std::filesystem::path& dir, std::size_t* n_truncated = nullptr);
+
+//! The metrics inputs of the records that did not error.
+std::vector<metrics::TaskOutcome> scored_outcomes(const std::vector<TaskRecord>& records);
+
+//! Merges shard run directories into `out`. The manifests must agree on config, seed, dataset, pwab version
+//! and shard count, and together be shards 0..N-1 exactly once; a task key present in two shards is a
+//! DataError. Writes out/manifest.json (shard 0 of 1) and out/results.jsonl with each shard's final records,
+//! ordered by split and then numerically by index. `out` must not already hold results (UsageError).
+void merge_runs(const std::vector<std::filesystem::path>& shard_dirs, const std::filesystem::path& out);
+
+//! Whether shard `shard_index` of `shard_count` runs task `task_index` (its position in the split): exactly
+//! when task_index % shard_count == shard_index. UsageError on shard_count < 1 or an index outside [0, count).
+bool in_shard(std::size_t task_index, int shard_index, int shard_count);
+
+}  // namespace pwab::runner
