@@ -1,0 +1,66 @@
+// src/agents/agent.h: how `pwab run` finds and builds agents (style.md §5: tau-bench's agents/ split).
+//
+// An agent is registered by name. Its factory is built once per run from the shared, read-only context (the
+// dataset, the embedder, a cache directory for trained artifacts) and then makes one runner::Agent per
+// episode, from any worker thread. Everything that changes an agent's behaviour is in its options and is
+// echoed by config_json(), which the run manifest stores so `--resume` can refuse a different agent.
+#pragma once
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "data/dataset.h"
+#include "embed/embedder.h"
+#include "runner/episode.h"
+
+namespace pwab::agents {
+
+//! What every agent may read. All members outlive the factory.
+struct AgentContext {
+  const data::Dataset* ds = nullptr;
+  //! The run's embedder (relevant-memory retrieval; the environment uses the same one for review rewards).
+  const embed::Embedder* embedder = nullptr;
+  //! Where an agent caches what it trains from the dataset (e.g. DATA/.pwab-agents); created on demand.
+  std::filesystem::path cache_dir;
+  uint64_t seed = 0;
+};
+
+//! The options `pwab run` passes through (agent-specific flags). Unknown keys are a UsageError of the factory.
+struct AgentOptions {
+  //! Memory strategy; "" = the agent's default. The heuristic agent takes "taskspec" (default) or "none".
+  std::string memory;
+  //! Behaviours of memory (reference D1: default 10).
+  int memory_length = 10;
+  //! Further agent-specific options as key → value text (e.g. from repeated `--agent-opt key=value`).
+  std::map<std::string, std::string> extra;
+};
+
+class AgentFactory {
+ public:
+  virtual ~AgentFactory() = default;
+  virtual std::string name() const = 0;
+  //! The effective options as a JSON object text (stored in the run manifest).
+  virtual std::string config_json() const = 0;
+  //! ReAct-style agents get the single-turn loop bound 3 instead of 10 (runner::loop_bound).
+  virtual bool react_style() const { return false; }
+  //! A fresh agent for one episode. Thread-safe.
+  virtual std::unique_ptr<runner::Agent> make(const data::Task& task) const = 0;
+};
+
+//! One line per registered agent: its name, a description and the paper row it reproduces.
+struct AgentInfo {
+  std::string name;
+  std::string description;
+  std::string paper_row;
+};
+std::vector<AgentInfo> list_agents();
+
+//! Builds the named agent's factory (training or loading its cached artifacts as needed). UsageError for an
+//! unknown name or option.
+std::unique_ptr<AgentFactory> make_agent_factory(const std::string& name, const AgentOptions& options,
+                                                 const AgentContext& context);
+
+}  // namespace pwab::agents
