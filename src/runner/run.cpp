@@ -1,0 +1,210 @@
+// src/runner/run.cpp: task selection, the worker pool and progress lines.
+#include "runner/run.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <charconv>
+#include <mutex>
+#include <thread>
+
+#include "core/error.h"
+#include "core/sys.h"
+
+namespace pwab::runner {
+namespace {
+
+std::optional<std::size_t> parse_size(std::string_view s) {
+  std::size_t v = 0;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || p != s.data() + s.size() || s.empty()) return std::nullopt;
+  return v;
+}
+
+// (split, index) of a task key; keys that do not parse sort last, by text.
+std::pair<std::string, std::size_t> key_order(const std::string& key) {
+  auto slash = key.rfind('/');
+  if (slash == std::string::npos) return {key, SIZE_MAX};
+  auto index = parse_size(std::string_view(key).substr(slash + 1));
+  return {key.substr(0, slash), index.value_or(SIZE_MAX)};
+}
+
+std::string clock_text(double seconds) {
+  auto s = static_cast<long long>(seconds + 0.5);
+  if (s >= 3600) return fmt::format("{}:{:02}:{:02}", s / 3600, s / 60 % 60, s % 60);
+  return fmt::format("{}:{:02}", s / 60, s % 60);
+}
+
+std::string count_text(int64_t n) {
+  if (n >= 1'000'000) return fmt::format("{:.1f}M", static_cast<double>(n) / 1e6);
+  if (n >= 10'000) return fmt::format("{:.1f}k", static_cast<double>(n) / 1e3);
+  return std::to_string(n);
+}
+
+}  // namespace
+
+TaskRange TaskRange::parse(std::string_view text) {
+  auto colon = text.find(':');
+  if (colon == std::string_view::npos)
+    throw UsageError("--tasks wants A:B (positions in the split, B exclusive; either may be empty), got '" +
+                     std::string(text) + "'");
+  TaskRange r;
+  auto a = text.substr(0, colon), b = text.substr(colon + 1);
+  if (!a.empty()) {
+    auto v = parse_size(a);
+    if (!v) throw UsageError("--tasks: '" + std::string(a) + "' is not a task position");
+    r.begin = *v;
+  }
+  if (!b.empty()) {
+    auto v = parse_size(b);
+    if (!v) throw UsageError("--tasks: '" + std::string(b) + "' is not a task position");
+    if (*v < r.begin) throw UsageError("--tasks: the end " + std::string(b) + " is before the start");
+    r.end = *v;
+  }
+  return r;
+}
+
+std::string TaskRange::to_string() const {
+  return std::to_string(begin) + ":" + (end ? std::to_string(*end) : std::string());
+}
+
+std::pair<int, int> parse_shard(std::string_view text) {
+  auto slash = text.find('/');
+  std::optional<std::size_t> k, n;
+  if (slash != std::string_view::npos) k = parse_size(text.substr(0, slash)), n = parse_size(text.substr(slash + 1));
+  if (!k || !n || *n < 1 || *k >= *n || *n > 1'000'000)
+    throw UsageError("--shard wants K/N with 0 <= K < N (e.g. 3/8), got '" + std::string(text) + "'");
+  return {static_cast<int>(*k), static_cast<int>(*n)};
+}
+
+std::vector<const data::Task*> select_tasks(const data::Dataset& ds, std::string_view split, const TaskRange& range,
+                                            int shard_index, int shard_count) {
+  auto parsed = data::parse_split(split);
+  if (!parsed || (*parsed != data::Split::kTrain && *parsed != data::Split::kTest))
+    throw UsageError("--split must be test or train, got '" + std::string(split) + "'");
+  const auto& all = ds.tasks(*parsed);
+  std::size_t end = std::min(all.size(), range.end.value_or(all.size()));
+  std::vector<const data::Task*> out;
+  for (std::size_t i = range.begin; i < end; ++i)
+    if (in_shard(i, shard_index, shard_count)) out.push_back(&all[i]);
+  return out;
+}
+
+RunReport run_tasks(const env::Environment& env, const std::vector<const data::Task*>& tasks, RunDirectory& dir,
+                    const AgentMaker& make_agent, const UserMaker& make_user, const RunOptions& options) {
+  const auto done = dir.done();
+  std::vector<const data::Task*> todo;
+  for (const auto* t : tasks)
+    if (!done.count(task_key(*t))) todo.push_back(t);
+
+  RunReport report;
+  RunProgress& progress = report.progress;
+  progress.total = todo.size();
+  progress.skipped = tasks.size() - todo.size();
+
+  std::mutex mu;  // guards progress and the callback
+  std::atomic<std::size_t> next{0};
+  std::atomic<bool> stopped{false};
+  Stopwatch clock;
+
+  auto finish = [&](const TaskRecord& record) {
+    dir.append(record);
+    std::lock_guard lock(mu);
+    ++progress.finished;
+    progress.seconds = clock.seconds();
+    progress.prompt_tokens += record.prompt_tokens;
+    progress.completion_tokens += record.completion_tokens;
+    if (!record.error.empty()) {
+      ++progress.errored;
+    } else {
+      progress.score_sum += metrics::score_task(record.outcome()).r;
+    }
+    if (options.on_progress) options.on_progress(progress);
+  };
+
+  auto work = [&] {
+    for (;;) {
+      if (options.cancel && options.cancel->load()) {
+        stopped = true;
+        return;
+      }
+      std::size_t i = next.fetch_add(1);
+      if (i >= todo.size()) return;
+      const data::Task& task = *todo[i];
+      TaskRecord record;
+      try {
+        auto agent = make_agent(task);
+        auto user = make_user ? make_user(task) : nullptr;
+        EpisodeResult result = run_episode(env, task, *agent, user.get(), options.episode);
+        record = make_record(env.dataset(), task, result);
+      } catch (const UsageError&) {
+        throw;  // a misconfigured run is not a task failure
+      } catch (const Error& e) {
+        // Infrastructure failure (e.g. the model service gave up): record it so resume retries the task.
+        record = TaskRecord{};
+        record.task_key = task_key(task);
+        record.user_id = env.dataset().user(task.user).id;
+        record.instruction = task.instruction;
+        record.type = task.type;
+        record.target_asin = env.dataset().product(task.target_product).parent_asin;
+        record.error = e.what();
+        if (record.error.empty()) record.error = "unknown error";
+      }
+      finish(record);
+    }
+  };
+
+  int n_workers = options.concurrency > 0 ? options.concurrency
+                                          : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  n_workers = static_cast<int>(std::min<std::size_t>(static_cast<std::size_t>(n_workers), std::max<std::size_t>(1, todo.size())));
+
+  // Worker exceptions other than task failures (usage errors, I/O errors on the results file) stop the run:
+  // the first one is rethrown here after every worker has finished its current task.
+  std::exception_ptr first_failure;
+  auto guarded = [&] {
+    try {
+      work();
+    } catch (...) {
+      std::lock_guard lock(mu);
+      if (!first_failure) first_failure = std::current_exception();
+      next = todo.size();  // hand out nothing more
+    }
+  };
+  if (n_workers == 1) {
+    guarded();
+  } else {
+    std::vector<std::jthread> workers;
+    for (int w = 0; w < n_workers; ++w) workers.emplace_back(guarded);
+  }
+  if (first_failure) std::rethrow_exception(first_failure);
+
+  progress.seconds = clock.seconds();
+  report.cancelled = stopped && progress.finished < progress.total;
+  if (options.on_progress) options.on_progress(progress);
+  return report;
+}
+
+void sort_by_task(std::vector<TaskRecord>& records) {
+  std::stable_sort(records.begin(), records.end(), [](const TaskRecord& a, const TaskRecord& b) {
+    return key_order(a.task_key) < key_order(b.task_key);
+  });
+}
+
+std::string format_progress(const RunProgress& p) {
+  std::string s = fmt::format("tasks {}/{}", p.finished, p.total);
+  if (p.errored) s += fmt::format(" ({} errored)", p.errored);
+  if (p.skipped) s += fmt::format(" [+{} done before]", p.skipped);
+  if (p.seconds > 0 && p.finished > 0) {
+    double rate = static_cast<double>(p.finished) / p.seconds;
+    s += fmt::format(" · {:.1f}/s", rate);
+    if (p.finished < p.total) s += " · ETA " + clock_text(static_cast<double>(p.total - p.finished) / rate);
+    else s += " · " + clock_text(p.seconds);
+  }
+  std::size_t scored = p.finished - p.errored;
+  if (scored > 0) s += fmt::format(" · R {:.3f}", p.score_sum / static_cast<double>(scored));
+  if (p.prompt_tokens + p.completion_tokens > 0)
+    s += " · " + count_text(p.prompt_tokens + p.completion_tokens) + " tok";
+  return s;
+}
+
+}  // namespace pwab::runner

@@ -1,0 +1,274 @@
+// The worker pool: every task recorded once at any concurrency, resume after a cancelled run, errored tasks
+// re-run, shards that merge to the unsharded run, task selection and progress text.
+#include "runner/run.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <set>
+#include <thread>
+
+#include "core/error.h"
+#include "data/synth.h"
+#include "embed/embedder.h"
+#include "env/tools.h"
+#include "sim/scripted_user.h"
+#include "support/test_support.h"
+
+namespace pwab::runner {
+namespace {
+
+//! Reviews with the instruction as text, or searches with it as query; then (multi-turn) asks once and stops.
+class EchoAgent final : public Agent {
+ public:
+  void begin(const data::Task& task, const std::string&, Track track) override {
+    task_ = &task;
+    track_ = track;
+  }
+  AgentStep next(const std::string&) override {
+    ++calls_;
+    if (calls_ == 2 && track_ == Track::kMultiTurn) return {{std::string(env::kRespond), R"({"content": "Better?"})"}, 3, 1};
+    if (calls_ >= 3) return {{std::string(env::kStop), "{}"}, 1, 1};
+    std::string text = task_->instruction.substr(0, 60);
+    for (char& c : text)
+      if (c == '"' || c == '\\') c = ' ';
+    if (task_->type == data::TaskType::kReview)
+      return {{std::string(env::kAddReview), R"({"review": ")" + text + "\"}"}, 10, 5};
+    return {{std::string(env::kSearch), R"({"query": ")" + text + "\"}"}, 10, 5};
+  }
+
+ private:
+  const data::Task* task_ = nullptr;
+  Track track_ = Track::kSingleTurn;
+  int calls_ = 0;
+};
+
+//! Throws pwab::Error for the tasks listed (an infrastructure failure), else behaves as EchoAgent.
+class FlakyAgent final : public Agent {
+ public:
+  explicit FlakyAgent(bool fail) : fail_(fail) {}
+  void begin(const data::Task& t, const std::string& o, Track tr) override { inner_.begin(t, o, tr); }
+  AgentStep next(const std::string& obs) override {
+    if (fail_) throw Error("model service: 503 after 6 attempts");
+    return inner_.next(obs);
+  }
+
+ private:
+  bool fail_;
+  EchoAgent inner_;
+};
+
+struct Fixture {
+  data::Dataset ds = data::synthesize({data::SynthScale::kMini, 3});
+  embed::HashingEmbedder embedder;
+  env::Environment environment{ds, nullptr, nullptr, embedder};
+
+  RunManifest manifest(int shard = 0, int shards = 1) const {
+    RunManifest m;
+    m.config_json = R"({"agent":"echo"})";
+    m.seed = 5;
+    m.dataset_fingerprint = "feedfacefeedface";
+    m.pwab_version = "test";
+    m.shard_index = shard;
+    m.shard_count = shards;
+    return m;
+  }
+};
+
+AgentMaker echo_maker() {
+  return [](const data::Task&) { return std::make_unique<EchoAgent>(); };
+}
+
+std::vector<std::string> sorted_keys(std::vector<TaskRecord> records) {
+  sort_by_task(records);
+  std::vector<std::string> keys;
+  for (const auto& r : records) keys.push_back(r.task_key);
+  return keys;
+}
+
+TEST(Run, TaskRangeAndShardParsing) {
+  EXPECT_EQ(TaskRange::parse("0:100").begin, 0u);
+  EXPECT_EQ(*TaskRange::parse("0:100").end, 100u);
+  EXPECT_FALSE(TaskRange::parse("5:").end.has_value());
+  EXPECT_EQ(TaskRange::parse(":7").to_string(), "0:7");
+  for (const char* bad : {"5", "a:b", "9:3", "-1:4", ""}) EXPECT_THROW(TaskRange::parse(bad), UsageError) << bad;
+  EXPECT_EQ(parse_shard("3/8"), std::make_pair(3, 8));
+  for (const char* bad : {"8/8", "1", "x/2", "0/0", "1/-2"}) EXPECT_THROW(parse_shard(bad), UsageError) << bad;
+}
+
+TEST(Run, SelectTasksCutsRangeThenShard) {
+  Fixture f;
+  const auto& test_tasks = f.ds.tasks(data::Split::kTest);
+  ASSERT_GE(test_tasks.size(), 20u);
+  auto all = select_tasks(f.ds, "test", TaskRange{});
+  EXPECT_EQ(all.size(), test_tasks.size());
+  auto some = select_tasks(f.ds, "test", TaskRange::parse("4:14"));
+  ASSERT_EQ(some.size(), 10u);
+  EXPECT_EQ(some.front()->index, 4u);
+  std::set<uint32_t> seen;
+  for (int k = 0; k < 3; ++k)
+    for (const auto* t : select_tasks(f.ds, "test", TaskRange::parse("4:14"), k, 3)) {
+      EXPECT_EQ(static_cast<int>(t->index % 3), k);
+      EXPECT_TRUE(seen.insert(t->index).second);
+    }
+  EXPECT_EQ(seen.size(), 10u);
+  EXPECT_EQ(select_tasks(f.ds, "train", TaskRange::parse("0:")).size(), f.ds.tasks(data::Split::kTrain).size());
+  EXPECT_THROW(select_tasks(f.ds, "history", TaskRange{}), UsageError);
+  EXPECT_THROW(select_tasks(f.ds, "dev", TaskRange{}), UsageError);
+}
+
+TEST(Run, EveryTaskRecordedOnceAtAnyConcurrency) {
+  Fixture f;
+  auto tasks = select_tasks(f.ds, "test", TaskRange{});
+  std::string reference;
+  for (int concurrency : {1, 4}) {
+    test::TempDir tmp;
+    RunDirectory dir = RunDirectory::open(tmp / "run", f.manifest(), false);
+    std::size_t calls = 0;
+    RunOptions options;
+    options.episode = {Track::kMultiTurn, 10};
+    options.concurrency = concurrency;
+    options.on_progress = [&](const RunProgress&) { ++calls; };
+    RunReport report = run_tasks(f.environment, tasks, dir, echo_maker(), nullptr, options);
+    EXPECT_FALSE(report.cancelled);
+    EXPECT_EQ(report.progress.finished, tasks.size());
+    EXPECT_EQ(report.progress.errored, 0u);
+    EXPECT_EQ(report.progress.prompt_tokens, static_cast<int64_t>(tasks.size()) * (10 + 3 + 1));
+    EXPECT_EQ(calls, tasks.size() + 1);
+    auto records = read_records(tmp / "run");
+    ASSERT_EQ(records.size(), tasks.size());
+    sort_by_task(records);
+    std::string all;
+    for (const auto& r : records) {
+      EXPECT_EQ(r.ending, "stop");
+      EXPECT_EQ(r.steps, 3);
+      all += r.task_key + ":" + std::to_string(r.attempts.size()) + ";";
+    }
+    if (reference.empty()) reference = all;
+    EXPECT_EQ(all, reference) << "concurrency " << concurrency;
+  }
+}
+
+TEST(Run, CancelledRunResumesWithNothingLostOrTwice) {
+  Fixture f;
+  auto tasks = select_tasks(f.ds, "test", TaskRange{});
+  test::TempDir tmp;
+  std::atomic<bool> cancel{false};
+  {
+    RunDirectory dir = RunDirectory::open(tmp / "run", f.manifest(), false);
+    RunOptions options;
+    options.concurrency = 2;
+    options.cancel = &cancel;
+    options.on_progress = [&](const RunProgress& p) {
+      if (p.finished >= 7) cancel = true;
+    };
+    RunReport report = run_tasks(f.environment, tasks, dir, echo_maker(), nullptr, options);
+    EXPECT_TRUE(report.cancelled);
+    EXPECT_GE(report.progress.finished, 7u);
+    EXPECT_LT(report.progress.finished, tasks.size());
+  }
+  std::size_t first = read_records(tmp / "run").size();
+  RunDirectory dir = RunDirectory::open(tmp / "run", f.manifest(), true);
+  RunReport report = run_tasks(f.environment, tasks, dir, echo_maker(), nullptr, RunOptions{});
+  EXPECT_EQ(report.progress.skipped, first);
+  EXPECT_EQ(report.progress.finished, tasks.size() - first);
+  auto records = read_records(tmp / "run");
+  EXPECT_EQ(records.size(), tasks.size());
+  auto keys = sorted_keys(records);
+  EXPECT_EQ(std::set<std::string>(keys.begin(), keys.end()).size(), tasks.size());
+  // The file has exactly one line per task: nothing was written twice.
+  std::string text = test::read_text(tmp / "run" / kResultsFile);
+  EXPECT_EQ(static_cast<std::size_t>(std::count(text.begin(), text.end(), '\n')), tasks.size());
+}
+
+TEST(Run, InfrastructureErrorsAreRecordedAndRerunOnResume) {
+  Fixture f;
+  auto tasks = select_tasks(f.ds, "test", TaskRange::parse("0:12"));
+  test::TempDir tmp;
+  {
+    RunDirectory dir = RunDirectory::open(tmp / "run", f.manifest(), false);
+    AgentMaker flaky = [](const data::Task& t) { return std::make_unique<FlakyAgent>(t.index % 4 == 1); };
+    RunReport report = run_tasks(f.environment, tasks, dir, flaky, nullptr, RunOptions{});
+    EXPECT_EQ(report.progress.errored, 3u);
+  }
+  auto records = read_records(tmp / "run");
+  std::size_t errored = 0;
+  for (const auto& r : records)
+    if (!r.error.empty()) {
+      ++errored;
+      EXPECT_NE(r.error.find("503"), std::string::npos);
+    }
+  EXPECT_EQ(errored, 3u);
+  EXPECT_EQ(scored_outcomes(records).size(), 9u);
+
+  RunDirectory dir = RunDirectory::open(tmp / "run", f.manifest(), true);
+  RunReport report = run_tasks(f.environment, tasks, dir, echo_maker(), nullptr, RunOptions{});
+  EXPECT_EQ(report.progress.finished, 3u);
+  records = read_records(tmp / "run");
+  ASSERT_EQ(records.size(), 12u);
+  for (const auto& r : records) EXPECT_TRUE(r.error.empty()) << r.task_key;
+}
+
+TEST(Run, UsageErrorsStopTheRun) {
+  Fixture f;
+  auto tasks = select_tasks(f.ds, "test", TaskRange::parse("0:5"));
+  test::TempDir tmp;
+  RunDirectory dir = RunDirectory::open(tmp / "run", f.manifest(), false);
+  RunOptions options;
+  options.episode = {Track::kSingleTurn, 10};
+  // A user simulator in the single-turn track is a usage error of the whole run, not a task failure.
+  UserMaker user = [&](const data::Task& t) { return std::make_unique<sim::ScriptedUser>(f.ds, t, 1); };
+  EXPECT_THROW(run_tasks(f.environment, tasks, dir, echo_maker(), user, options), UsageError);
+}
+
+TEST(Run, ShardsMergeToTheUnshardedRun) {
+  Fixture f;
+  test::TempDir tmp;
+  RunOptions options;
+  options.episode = {Track::kMultiTurn, 10};
+  UserMaker user = [&](const data::Task& t) { return std::make_unique<sim::ScriptedUser>(f.ds, t, 5); };
+  {
+    RunDirectory whole = RunDirectory::open(tmp / "whole", f.manifest(), false);
+    run_tasks(f.environment, select_tasks(f.ds, "test", TaskRange{}), whole, echo_maker(), user, options);
+  }
+  std::vector<std::filesystem::path> shards;
+  for (int k = 0; k < 3; ++k) {
+    shards.push_back(tmp / ("shard" + std::to_string(k)));
+    RunDirectory dir = RunDirectory::open(shards.back(), f.manifest(k, 3), false);
+    options.concurrency = 1 + k;
+    run_tasks(f.environment, select_tasks(f.ds, "test", TaskRange{}, k, 3), dir, echo_maker(), user, options);
+  }
+  merge_runs(shards, tmp / "merged");
+  auto whole = read_records(tmp / "whole");
+  auto merged = read_records(tmp / "merged");
+  sort_by_task(whole);
+  ASSERT_EQ(whole.size(), merged.size());
+  for (std::size_t i = 0; i < whole.size(); ++i) {
+    // Timings differ between runs; everything the agent and the user did must not.
+    whole[i].seconds_env = merged[i].seconds_env = 0;
+    whole[i].seconds_agent = merged[i].seconds_agent = 0;
+    EXPECT_EQ(whole[i].to_json_line(), merged[i].to_json_line());
+  }
+  metrics::BootstrapOptions bo{300, 0.95, 2};
+  EXPECT_EQ(metrics::format_json(metrics::summarize(scored_outcomes(whole), bo)),
+            metrics::format_json(metrics::summarize(scored_outcomes(merged), bo)));
+}
+
+TEST(Run, ProgressLine) {
+  RunProgress p;
+  p.total = 200;
+  p.finished = 50;
+  p.errored = 2;
+  p.seconds = 10;
+  p.score_sum = 24;
+  p.prompt_tokens = 12000;
+  std::string line = format_progress(p);
+  EXPECT_NE(line.find("tasks 50/200 (2 errored)"), std::string::npos) << line;
+  EXPECT_NE(line.find("5.0/s"), std::string::npos) << line;
+  EXPECT_NE(line.find("ETA 0:30"), std::string::npos) << line;
+  EXPECT_NE(line.find("R 0.500"), std::string::npos) << line;
+  EXPECT_NE(line.find("12.0k tok"), std::string::npos) << line;
+}
+
+}  // namespace
+}  // namespace pwab::runner
