@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # The main job on embedded data, no API key and no model weights: synthesize the mini dataset (if absent),
-# validate it, build its search index, train the recommender, and call both the way an agent's tools do.
+# validate it, build its search index, train the recommender, call both the way an agent's tools do, then run
+# the benchmark's two tracks with the offline heuristic agent (and the scripted user in multi-turn) and print
+# the paper's Table 3 and Table 4 rows.
 #   scripts/demo.sh PWAB_BINARY [DATA_DIR]
 set -euo pipefail
 # Idle OpenMP threads sleep instead of spinning: small-model training is ~3x faster on a busy 2-core machine.
@@ -28,4 +30,14 @@ step "get_recommendations_by_history: $asins"
 # shellcheck disable=SC2086
 "$pwab" recommend --data "$data" $asins
 
-printf '\ndemo: done; the mini dataset and its index and checkpoint are in %s\n' "$data" >&2
+runs=$(dirname "$data")/runs
+rm -rf "$runs"
+step "single-turn track (Table 3): heuristic agent, test split"
+"$pwab" run --data "$data" --track single --agent heuristic --seed 1 --out "$runs/single"
+step "multi-turn track (Table 4): heuristic agent + scripted user simulator, test split"
+"$pwab" run --data "$data" --track multi --agent heuristic --seed 1 --out "$runs/multi"
+step "the same single-turn run without memory, compared with the first (paired differences)"
+"$pwab" run --data "$data" --track single --agent heuristic --memory none --seed 1 --out "$runs/single-none" --quiet >/dev/null
+"$pwab" compare "$runs/single-none" "$runs/single"
+
+printf '\ndemo: done; data, index and checkpoint in %s, run directories in %s\n' "$data" "$runs" >&2

@@ -7,16 +7,32 @@
 #pragma once
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "data/dataset.h"
 #include "embed/embedder.h"
+#include "llm/chat.h"
+#include "llm/ledger.h"
 #include "runner/episode.h"
 
 namespace pwab::agents {
+
+//! How an LLM agent reaches its model. The run sets it up once (endpoint, cache, ledger); `open` gives each
+//! episode its own handle, which books the tokens and dollars of its calls under that task and role.
+struct LlmAccess {
+  std::string model;                  //!< the model name sent in requests (`--model`)
+  std::optional<double> temperature;  //!< `--temperature` (the original's default is 0.0)
+  std::optional<int> max_tokens;
+  std::optional<int64_t> seed;
+  //! A chat model for one episode: calls are metered under (task key, role). Thread-safe; null when the run
+  //! has no LLM (offline agents only).
+  std::function<std::unique_ptr<llm::ChatModel>(const std::string& task_key, llm::Role role)> open;
+};
 
 //! What every agent may read. All members outlive the factory.
 struct AgentContext {
@@ -26,6 +42,10 @@ struct AgentContext {
   //! Where an agent caches what it trains from the dataset (e.g. DATA/.pwab-agents); created on demand.
   std::filesystem::path cache_dir;
   uint64_t seed = 0;
+  //! The agent's LLM (empty `open` for offline runs: an LLM agent's factory then throws UsageError).
+  LlmAccess llm{};
+  //! The run's step cap (runner::EpisodeOptions::max_steps), so a multi-turn agent can plan to finish within it.
+  int max_steps = 10;
 };
 
 //! The options `pwab run` passes through (agent-specific flags). Unknown keys are a UsageError of the factory.

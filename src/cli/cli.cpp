@@ -15,6 +15,7 @@ int run(const std::vector<std::string>& args) {
   add_data_commands(app);
   add_search_commands(app);
   add_rec_commands(app);
+  add_run_commands(app);
   add_version_command(app);
 
   std::vector<const char*> argv;

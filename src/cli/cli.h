@@ -21,5 +21,6 @@ void add_data_commands(CLI::App& app);
 void add_version_command(CLI::App& app);
 void add_search_commands(CLI::App& app);
 void add_rec_commands(CLI::App& app);
+void add_run_commands(CLI::App& app);
 
 }  // namespace pwab::cli

@@ -1,9 +1,11 @@
 // src/cli/common.h: what several subcommands share: loading a dataset, default artifact paths.
 #pragma once
 #include <filesystem>
+#include <memory>
 #include <string>
 
 #include "data/dataset.h"
+#include "embed/embedder.h"
 
 namespace pwab::cli {
 
@@ -11,5 +13,10 @@ namespace pwab::cli {
 data::Dataset load_data(const std::string& dir);
 //! Where `pwab rec train DATA` writes its checkpoint and `pwab recommend` looks for it by default.
 std::filesystem::path default_rec_checkpoint(const std::filesystem::path& data_dir);
+//! The embedder a run uses for review rewards and memory retrieval: "fasttext" (trained on the dataset's own
+//! text, cached under DATA/.pwab-models), "minilm:MODEL_DIR" (all-MiniLM-L6-v2) or "hashing[:DIM]". UsageError
+//! for an unknown spec.
+std::unique_ptr<embed::Embedder> make_run_embedder(const std::string& spec, const data::Dataset& ds,
+                                                   const std::filesystem::path& data_dir);
 
 }  // namespace pwab::cli

@@ -26,4 +26,11 @@ class UsageError : public Error {
   using Error::Error;
 };
 
+//! A failure inside one task that must stop the whole run rather than be recorded as that task's error (e.g. a
+//! replay that misses its cache: continuing would silently mix recorded and live answers).
+class RunAbortError : public Error {
+ public:
+  using Error::Error;
+};
+
 }  // namespace pwab

@@ -225,8 +225,15 @@ RunManifest read_manifest(const fs::path& dir) {
 std::string dataset_fingerprint(const fs::path& data_dir) {
   if (!fs::is_directory(data_dir)) throw Error("dataset directory not found: " + data_dir.string());
   std::vector<std::pair<std::string, fs::path>> files;
-  for (const auto& entry : fs::recursive_directory_iterator(data_dir))
-    if (entry.is_regular_file()) files.emplace_back(fs::relative(entry.path(), data_dir).generic_string(), entry.path());
+  // Hidden entries are skipped: pwab keeps its caches (index, checkpoints, trained models) in .pwab-* folders
+  // inside the data directory, and building them must not change the dataset's identity.
+  for (auto it = fs::recursive_directory_iterator(data_dir); it != fs::recursive_directory_iterator(); ++it) {
+    if (it->path().filename().string().starts_with(".")) {
+      if (it->is_directory()) it.disable_recursion_pending();
+      continue;
+    }
+    if (it->is_regular_file()) files.emplace_back(fs::relative(it->path(), data_dir).generic_string(), it->path());
+  }
   std::sort(files.begin(), files.end());
   Hasher h;
   h.update_u64(files.size());

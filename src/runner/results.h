@@ -42,7 +42,9 @@ struct RunManifest {
 RunManifest read_manifest(const std::filesystem::path& dir);
 
 //! 16 hex digits identifying the dataset: every regular file under `data_dir` (recursively, sorted by relative
-//! path), each contributing its relative path and the hash of its bytes. Throws pwab::Error when unreadable.
+//! path), each contributing its relative path and the hash of its bytes. Hidden files and folders (names
+//! starting with '.', such as pwab's .pwab-index / .pwab-rec caches) are not part of it. Throws pwab::Error
+//! when unreadable.
 std::string dataset_fingerprint(const std::filesystem::path& data_dir);
 
 //! One finished task: one line of results.jsonl.

@@ -139,6 +139,8 @@ RunReport run_tasks(const env::Environment& env, const std::vector<const data::T
         record = make_record(env.dataset(), task, result);
       } catch (const UsageError&) {
         throw;  // a misconfigured run is not a task failure
+      } catch (const RunAbortError&) {
+        throw;
       } catch (const Error& e) {
         // Infrastructure failure (e.g. the model service gave up): record it so resume retries the task.
         record = TaskRecord{};

@@ -3,8 +3,9 @@
 // A run is a list of tasks, an agent maker, a user maker and a RunDirectory. Workers take the next task not yet
 // done, run its episode and append its record; nothing else is shared between episodes, so an episode that waits
 // on a model never holds up another. A task whose episode throws pwab::Error (an LLM service that keeps failing,
-// say) is recorded with `error` set, so `--resume` runs it again. Cancellation (Ctrl-C, a budget) stops handing
-// out tasks and lets the episodes in flight finish; the directory then resumes where it stopped.
+// say) is recorded with `error` set, so `--resume` runs it again; a UsageError or RunAbortError stops the whole
+// run instead. Cancellation (Ctrl-C, a budget) stops handing out tasks and lets the episodes in flight finish;
+// the directory then resumes where it stopped.
 #pragma once
 #include <atomic>
 #include <cstddef>

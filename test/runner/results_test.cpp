@@ -326,6 +326,11 @@ TEST(Results, DatasetFingerprintFollowsNamesAndBytes) {
   std::string fp = dataset_fingerprint(tmp / "a");
   EXPECT_EQ(fp.size(), 16u);
   EXPECT_EQ(fp, dataset_fingerprint(test::fixture("data/original")));
+  // pwab's caches inside the data directory (hidden folders) do not change the dataset's identity.
+  std::filesystem::create_directories(tmp / "a" / ".pwab-index" / "x");
+  test::write_text(tmp / "a" / ".pwab-index" / "x" / "meta.json", "{}");
+  test::write_text(tmp / "a" / ".hidden", "x");
+  EXPECT_EQ(dataset_fingerprint(tmp / "a"), fp);
   test::write_text(tmp / "a" / "user_profiles.json", test::read_text(tmp / "a" / "user_profiles.json") + " ");
   EXPECT_NE(dataset_fingerprint(tmp / "a"), fp);
   EXPECT_THROW(dataset_fingerprint(tmp / "missing"), Error);

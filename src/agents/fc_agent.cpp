@@ -1,0 +1,364 @@
+// src/agents/fc_agent.cpp: the fc agent's prompts, options, factory and per-episode conversation.
+#include "agents/fc_agent.h"
+
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+#include "core/hash.h"
+#include "core/json_writer.h"
+#include "core/sys.h"
+#include "env/tools.h"
+#include "runner/results.h"
+
+namespace fs = std::filesystem;
+
+namespace pwab::agents {
+
+// ------------------------------------------------------------------------------------------------------------
+// Prompts (reference §2.5 and §4.6a: the same rules, in our own words; the marker "Rules:" and tool names exact)
+// ------------------------------------------------------------------------------------------------------------
+
+namespace {
+
+constexpr std::string_view kOpening =
+    "You act as a personal shopping agent for users: you look products up for them, recommend products to them, "
+    "and write product reviews in their name.\n\nRules:\n";
+
+constexpr std::string_view kRuleRequest = "- Every request tells you the user's user_id and what that user is asking for.\n";
+constexpr std::string_view kRulePickTool =
+    "- Pick the tool best suited to the request and call it to locate the product wanted or to produce the review "
+    "wanted.\n";
+constexpr std::string_view kRuleToolsVary =
+    "- Requests vary, and so does the tool that serves them; the right tool called with well-chosen input gives the "
+    "best outcome.\n";
+constexpr std::string_view kRuleNoDialogue =
+    "- There is no dialogue with the user: derive the best tool call you can from the request as given.\n";
+constexpr std::string_view kRuleOneTry =
+    "- You have one try only: the task is over the moment you call search_product_by_query, "
+    "get_recommendations_by_history or add_product_review.\n";
+constexpr std::string_view kRuleScore =
+    "- Your score depends on choosing the right tool and, for searches and recommendations, on how high the target "
+    "product ranks, or, for reviews, on how closely your text matches the user's actual review.\n";
+constexpr std::string_view kRuleMemory =
+    "- When memory about the user is provided, use it to make your tool call more personal and precise.\n";
+constexpr std::string_view kRuleEarly =
+    "- You may finish early; balance the number of steps you take against the quality of the results.\n";
+constexpr std::string_view kRuleNoInvention =
+    "- Do not invent information that neither the user nor a tool gave you, and keep your own opinions and "
+    "suggestions to yourself.\n";
+constexpr std::string_view kRuleOneCall =
+    "- Each turn contains at most one tool call, and a turn is either a tool call or a message to the user, not "
+    "both.\n";
+// Task-specific memory prompts only.
+constexpr std::string_view kRuleOneCallOnly = "- You get one tool call only, so give it the best input you can.\n";
+constexpr std::string_view kRuleGivenTool =
+    "- You are told which tool to use: call that one with the most fitting input and do not use the others.\n";
+constexpr std::string_view kRuleUseMemory =
+    "- Combine the request with the memory provided to work out the best possible tool input.\n";
+
+std::string steps_rule(std::string_view lead, int max_steps) {
+  return std::string(lead) + ", but you have at most " + std::to_string(max_steps) +
+         " steps in total, and finishing in fewer is better.\n";
+}
+
+}  // namespace
+
+std::string fc_system_prompt(runner::Track track, int max_steps) {
+  std::string p(kOpening);
+  p += kRuleRequest;
+  p += kRulePickTool;
+  p += kRuleToolsVary;
+  if (track == runner::Track::kSingleTurn) {
+    p += kRuleNoDialogue;
+    p += kRuleOneTry;
+    p += kRuleScore;
+    p += kRuleMemory;
+    return p;
+  }
+  p += steps_rule("- You may talk with the user to ask for more details or for feedback", max_steps);
+  p += "- Solve the user's task accurately and efficiently; spend your effort on good tool calls rather than on "
+       "repeated replies to the user.\n";
+  p += "- When you are sure your tool input cannot get any better, you may finish the task by calling 'stop'.\n";
+  p += "- Call 'stop' right away once the user wants to move on or says they are satisfied.\n";
+  p += kRuleScore;
+  p += kRuleEarly;
+  p += kRuleNoInvention;
+  p += kRuleOneCall;
+  p += kRuleMemory;
+  return p;
+}
+
+std::string taskspec_system_prompt(runner::Track track, int max_steps) {
+  std::string p(kOpening);
+  p += kRuleRequest;
+  if (track == runner::Track::kSingleTurn) {
+    p += kRulePickTool;
+    p += kRuleNoDialogue;
+    p += kRuleOneCallOnly;
+    p += kRuleGivenTool;
+    p += kRuleUseMemory;
+    return p;
+  }
+  p += "- Use the tools to find the product, or write the review, that the user's request is about.\n";
+  p += kRuleGivenTool;
+  p += kRuleUseMemory;
+  p += steps_rule("- You may use 'respond' to ask the user for more details or for feedback", max_steps);
+  p += "- Solve the user's task accurately and efficiently; spend your effort on improving the tool calls rather "
+       "than on repeated replies to the user.\n";
+  p += "- Your score depends, for searches and recommendations, on how high the target product ranks, and, for "
+       "reviews, on how closely your text matches the user's actual review.\n";
+  p += "- When you are sure your inputs to the task tools cannot get any better, you may finish the task by calling "
+       "'stop'.\n";
+  p += "- Do not invent information that neither the user nor a tool gave you, and keep your own opinions and "
+       "recommendations to yourself.\n";
+  p += kRuleOneCall;
+  return p;
+}
+
+// ------------------------------------------------------------------------------------------------------------
+// Options
+// ------------------------------------------------------------------------------------------------------------
+
+FcOptions parse_fc_options(const AgentOptions& options) {
+  FcOptions o;
+  try {
+    o.memory = parse_memory_strategy(options.memory);
+  } catch (const UsageError& e) {
+    throw UsageError(std::string("fc agent: ") + e.what());
+  }
+  if (options.memory_length < 1) throw UsageError("fc agent: memory length must be at least 1");
+  o.memory_length = options.memory_length;
+  for (const auto& [key, value] : options.extra) {
+    if (key == "relevance") {
+      if (value == "full") o.relevance = RelevanceText::kFull;
+      else if (value == "compact") o.relevance = RelevanceText::kCompact;
+      else throw UsageError("fc agent: relevance takes full or compact, not '" + value + "'");
+    } else if (key == "function_model") {
+      if (value == "fasttext") o.function_model = FunctionModel::kFastText;
+      else if (value == "keywords") o.function_model = FunctionModel::kKeywords;
+      else throw UsageError("fc agent: function_model takes fasttext or keywords, not '" + value + "'");
+    } else if (key == "max_steps") {
+      char* end = nullptr;
+      long n = std::strtol(value.c_str(), &end, 10);
+      if (value.empty() || *end != '\0' || n < 1 || n > 1000000)
+        throw UsageError("fc agent: max_steps takes an integer ≥ 1, not '" + value + "'");
+      o.max_steps = static_cast<int>(n);
+    } else if (key != "function_file") {
+      throw UsageError("fc agent: unknown option '" + key +
+                       "' (available: relevance, function_model, function_file, max_steps)");
+    }
+  }
+  // The file wins over function_model, whatever the order the options came in.
+  if (auto it = options.extra.find("function_file"); it != options.extra.end()) {
+    if (it->second.empty()) throw UsageError("fc agent: function_file needs a path");
+    o.function_model = FunctionModel::kFile;
+    o.function_file = it->second;
+  }
+  return o;
+}
+
+// ------------------------------------------------------------------------------------------------------------
+// The agent
+// ------------------------------------------------------------------------------------------------------------
+
+namespace {
+
+std::string content_json(std::string_view text) {
+  std::string out;
+  JsonWriter(out).begin_object().key("content").value(text).end_object();
+  return out;
+}
+
+class FcAgent final : public runner::Agent {
+ public:
+  FcAgent(const FcAgentFactory& factory, const LlmAccess& access, const std::string& tools_json,
+          std::unique_ptr<llm::ChatModel> model)
+      : factory_(factory), access_(access), tools_json_(tools_json), model_(std::move(model)) {}
+
+  void begin(const data::Task& task, const std::string& first_observation, runner::Track track) override {
+    messages_ = {llm::Message::system(factory_.system_message(task, track)), llm::Message::user(first_observation)};
+  }
+
+  runner::AgentStep next(const std::string& observation) override {
+    // §3.3: a tool call's result comes back as a tool message; a text reply's answer (the user's, or the
+    // environment's "Error: ..." without a user) as a user message.
+    if (pending_ == Pending::kToolResult) {
+      llm::Message m = llm::Message::tool(pending_call_id_, observation);
+      m.name = pending_call_name_;
+      messages_.push_back(std::move(m));
+    } else if (pending_ == Pending::kUserReply) {
+      messages_.push_back(llm::Message::user(observation));
+    }
+    pending_ = Pending::kNothing;
+
+    llm::ChatRequest req;
+    req.model = access_.model;
+    req.messages = messages_;
+    req.tools_json = tools_json_;
+    req.tool_choice = "auto";
+    req.temperature = access_.temperature.value_or(0.0);  // the original's --temperature default
+    req.max_tokens = access_.max_tokens;
+    req.seed = access_.seed;
+    llm::ChatResponse r = model_->chat(req);  // llm::InfraError propagates: the runner marks the task errored
+
+    runner::AgentStep step;
+    step.prompt_tokens = static_cast<int>(r.prompt_tokens);
+    step.completion_tokens = static_cast<int>(r.completion_tokens);
+    llm::Message reply = std::move(r.message);
+    reply.role = "assistant";
+    if (!reply.tool_calls.empty()) {
+      // §4.1: only the first call is acted on and kept. With ReplyStatus::kInvalidToolArguments its arguments go
+      // to the environment as written, which answers with an Error observation (a [0, 0] attempt for a task
+      // function): the model's failure, recorded as such.
+      reply.tool_calls.resize(1);
+      const llm::ToolCall& call = reply.tool_calls[0];
+      step.action = {call.name, call.arguments_json};
+      pending_ = Pending::kToolResult;
+      pending_call_id_ = call.id;
+      pending_call_name_ = call.name;
+    } else {
+      step.action = {std::string(env::kRespond), content_json(reply.content)};
+      pending_ = Pending::kUserReply;
+    }
+    messages_.push_back(std::move(reply));
+    return step;
+  }
+
+ private:
+  enum class Pending { kNothing, kToolResult, kUserReply };
+
+  const FcAgentFactory& factory_;
+  const LlmAccess& access_;
+  const std::string& tools_json_;
+  std::unique_ptr<llm::ChatModel> model_;
+  std::vector<llm::Message> messages_;
+  Pending pending_ = Pending::kNothing;
+  std::string pending_call_id_, pending_call_name_;
+};
+
+//! The tools the fc agent is offered, computed once.
+const std::string& fc_tools_json() {
+  static const std::string tools = env::tools_json(/*include_product_details=*/false);
+  return tools;
+}
+
+//! Reads the original's function file: {instruction: "tool"} or {instruction: ["tool", ...]}.
+std::map<std::string, std::string, std::less<>> read_function_file(const fs::path& file) {
+  std::string text;
+  try {
+    text = read_file(file);
+  } catch (const Error& e) {
+    throw UsageError("fc agent: cannot read function_file: " + std::string(e.what()));
+  }
+  nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object())
+    throw UsageError("fc agent: function_file " + file.string() + " is not a JSON object of instruction → tool");
+  std::map<std::string, std::string, std::less<>> out;
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    const nlohmann::json& v = it.value();
+    std::string tool;  // anything else is an unknown function (D3), not an error
+    if (v.is_string()) tool = v.get<std::string>();
+    else if (v.is_array() && !v.empty() && v[0].is_string()) tool = v[0].get<std::string>();
+    out.emplace(it.key(), std::move(tool));
+  }
+  return out;
+}
+
+}  // namespace
+
+// ------------------------------------------------------------------------------------------------------------
+// The factory
+// ------------------------------------------------------------------------------------------------------------
+
+FcAgentFactory::FcAgentFactory(FcOptions options, const AgentContext& context)
+    : options_(std::move(options)), context_(context) {
+  if (!context_.llm.open)
+    throw UsageError("the fc agent needs --model (and an OpenAI-compatible endpoint: --base-url / OPENAI_BASE_URL, "
+                     "OPENAI_API_KEY), or --replay with a recorded --llm-cache");
+  if (!context_.ds) throw UsageError("fc agent: no dataset");
+  const bool retrieval = options_.memory == MemoryStrategy::kRelevant || options_.memory == MemoryStrategy::kTaskSpec;
+  if (retrieval && !context_.embedder)
+    throw UsageError(std::string("fc agent: ") + std::string(to_string(options_.memory)) + " memory needs an embedder");
+  if (options_.memory == MemoryStrategy::kTaskSpec) {
+    switch (options_.function_model) {
+      case FunctionModel::kFastText: {
+        fs::path cache =
+            context_.cache_dir.empty() ? fs::temp_directory_path() / "pwab-agents-cache" : context_.cache_dir;
+        classifier_ = FunctionClassifier::open_or_train(*context_.ds, cache);
+        break;
+      }
+      case FunctionModel::kKeywords: classifier_ = FunctionClassifier::keyword_rules(); break;
+      case FunctionModel::kFile:
+        function_file_ = read_function_file(options_.function_file);
+        function_file_hash_ = to_hex(hash_file(options_.function_file));
+        break;
+    }
+  }
+  if (retrieval && options_.relevance == RelevanceText::kCompact)
+    vectors_ = std::make_unique<BehaviourVectors>(*context_.ds, *context_.embedder);
+}
+
+FcAgentFactory::~FcAgentFactory() = default;
+
+std::string FcAgentFactory::config_json() const {
+  const LlmAccess& llm = context_.llm;
+  std::string out;
+  JsonWriter w(out);
+  w.begin_object();
+  w.key("agent").value("fc");
+  w.key("model").value(llm.model);
+  w.key("temperature").value(llm.temperature.value_or(0.0));
+  w.key("max_tokens");
+  if (llm.max_tokens) w.value(*llm.max_tokens);
+  else w.null();
+  w.key("seed");
+  if (llm.seed) w.value(*llm.seed);
+  else w.null();
+  w.key("memory").value(to_string(options_.memory));
+  w.key("memory_length").value(options_.memory_length);
+  w.key("relevance").value(options_.relevance == RelevanceText::kFull ? "full" : "compact");
+  w.key("prompts").value(kFcPromptsVersion);
+  w.key("max_steps").value(options_.max_steps);
+  std::string function_model = "none";
+  if (options_.memory == MemoryStrategy::kTaskSpec)
+    function_model = classifier_ ? classifier_->description() : "file " + function_file_hash_;
+  w.key("function_model").value(function_model);
+  w.key("embedder").value(context_.embedder ? context_.embedder->name() : std::string());
+  w.end_object();
+  return out;
+}
+
+std::unique_ptr<runner::Agent> FcAgentFactory::make(const data::Task& task) const {
+  auto model = context_.llm.open(runner::task_key(task), llm::Role::kAgent);
+  if (!model) throw UsageError("fc agent: the run's LLM access gave no model");
+  return std::make_unique<FcAgent>(*this, context_.llm, fc_tools_json(), std::move(model));
+}
+
+std::string FcAgentFactory::predicted_function(const data::Task& task) const {
+  if (options_.memory != MemoryStrategy::kTaskSpec) return {};
+  if (classifier_) return classifier_->predict(task.instruction).function;
+  auto it = function_file_.find(task.instruction);
+  return it == function_file_.end() ? std::string() : it->second;
+}
+
+std::string FcAgentFactory::system_message(const data::Task& task, runner::Track track) const {
+  const data::Dataset& ds = *context_.ds;
+  MemoryOptions mo;
+  mo.k = options_.memory_length;
+  mo.relevance = options_.relevance;
+  mo.cache = vectors_.get();
+  mo.run_seed = context_.seed;
+  if (options_.memory == MemoryStrategy::kTaskSpec) {
+    // §4.6a: no memory (empty history, or D3's unknown function) keeps the plain prompt with no tool hint.
+    TaskSpecMemory m = taskspec_memory(ds, task, predicted_function(task), mo, *context_.embedder);
+    if (m.text == kNoMemory) return fc_system_prompt(track, options_.max_steps);
+    return taskspec_system_prompt(track, options_.max_steps) + "\n" + m.text;
+  }
+  std::string prompt = fc_system_prompt(track, options_.max_steps);
+  std::string memory = baseline_memory(ds, task, options_.memory, mo, context_.embedder);
+  // §4.1: the memory goes at the end of the system prompt unless it is the literal "none".
+  if (memory != kNoMemory) prompt += memory;
+  return prompt;
+}
+
+}  // namespace pwab::agents

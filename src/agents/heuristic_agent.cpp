@@ -1,0 +1,290 @@
+// src/agents/heuristic_agent.cpp: option parsing, the factory, and the per-episode state machine of the heuristic.
+#include "agents/heuristic_agent.h"
+
+#include <algorithm>
+
+#include "core/error.h"
+#include "core/json_writer.h"
+#include "core/text.h"
+#include "env/tools.h"
+
+namespace fs = std::filesystem;
+
+namespace pwab::agents {
+
+// ------------------------------------------------------------------------------------------------------------
+// Options
+// ------------------------------------------------------------------------------------------------------------
+
+namespace {
+
+bool parse_bool(const std::string& key, const std::string& v) {
+  if (v == "true" || v == "1") return true;
+  if (v == "false" || v == "0") return false;
+  throw UsageError("heuristic agent: option " + key + " takes true or false, not '" + v + "'");
+}
+
+int parse_int(const std::string& key, const std::string& v, int min) {
+  char* end = nullptr;
+  long n = std::strtol(v.c_str(), &end, 10);
+  if (v.empty() || !end || *end != '\0' || n < min || n > 1000000)
+    throw UsageError("heuristic agent: option " + key + " takes an integer ≥ " + std::to_string(min) + ", not '" + v + "'");
+  return static_cast<int>(n);
+}
+
+}  // namespace
+
+HeuristicOptions parse_heuristic_options(const AgentOptions& options) {
+  HeuristicOptions o;
+  if (options.memory == "none") o.memory = false;
+  else if (options.memory.empty() || options.memory == "taskspec") o.memory = true;
+  else throw UsageError("heuristic agent: unknown memory '" + options.memory + "' (available: taskspec, none)");
+  if (options.memory_length < 1) throw UsageError("heuristic agent: memory length must be at least 1");
+  o.memory_length = options.memory_length;
+  HeuristicPolicy& p = o.policy;
+  for (const auto& [key, value] : options.extra) {
+    if (key == "relevance") {
+      if (value == "compact") o.relevance = RelevanceText::kCompact;
+      else if (value == "full") o.relevance = RelevanceText::kFull;
+      else throw UsageError("heuristic agent: relevance takes compact or full, not '" + value + "'");
+    } else if (key == "max_steps") o.max_steps = parse_int(key, value, 1);
+    else if (key == "review_from_memory") o.review_from_memory = parse_bool(key, value);
+    else if (key == "recommend_questions") o.recommend_questions = parse_int(key, value, 0);
+    else if (key == "search_memory_brand") p.search_memory_brand = parse_bool(key, value);
+    else if (key == "search_brand_votes") p.search_brand_votes = parse_int(key, value, 1);
+    else if (key == "search_brand_min_overlap") p.search_brand_min_overlap = parse_int(key, value, 0);
+    else if (key == "search_brand_min_count") p.search_brand_min_count = parse_int(key, value, 1);
+    else if (key == "recommend_same_category") p.recommend_same_category = parse_bool(key, value);
+    else if (key == "recommend_max_items") p.recommend_max_items = parse_int(key, value, 1);
+    else if (key == "review_own_phrasing") p.review_own_phrasing = parse_bool(key, value);
+    else if (key == "review_habits") p.review_habits = parse_bool(key, value);
+    else if (key == "review_verdict") p.review_verdict = parse_bool(key, value);
+    else
+      throw UsageError("heuristic agent: unknown option '" + key +
+                       "' (available: relevance, max_steps, review_from_memory, recommend_questions, search_memory_brand, "
+                       "search_brand_votes, search_brand_min_overlap, search_brand_min_count, recommend_same_category, recommend_max_items, review_own_phrasing, "
+                       "review_habits, review_verdict)");
+  }
+  return o;
+}
+
+// ------------------------------------------------------------------------------------------------------------
+// The agent
+// ------------------------------------------------------------------------------------------------------------
+
+struct HeuristicAgentFactory::Shared {
+  const data::Dataset& ds;
+  const embed::Embedder* embedder;
+  const FunctionClassifier& classifier;
+  const BehaviourVectors* vectors;
+  const HeuristicOptions& options;
+};
+
+namespace {
+
+runner::AgentStep action(std::string_view name, std::string arguments_json) {
+  return {{std::string(name), std::move(arguments_json)}, 0, 0};
+}
+
+std::string json_object(std::string_view key, std::string_view value) {
+  std::string out;
+  JsonWriter(out).begin_object().key(key).value(value).end_object();
+  return out;
+}
+
+//! The product a review task is about, as the first observation shows it ("- Parent Asin: <asin>").
+const data::Product* product_in_observation(const data::Dataset& ds, std::string_view observation) {
+  constexpr std::string_view kMarker = "- Parent Asin: ";
+  auto p = observation.find(kMarker);
+  if (p == std::string_view::npos) return nullptr;
+  auto e = observation.find('\n', p);
+  std::string_view asin = trim(observation.substr(p + kMarker.size(), e == std::string_view::npos ? e : e - p - kMarker.size()));
+  auto id = ds.find_product(asin);
+  return id ? &ds.product(*id) : nullptr;
+}
+
+//! When the user says the agent used the wrong tool, the tool they describe ("find ... with a search",
+//! "recommend something", "write a review"); empty otherwise.
+std::string corrected_function(std::string_view reply) {
+  std::string lr = ascii_lower(reply);
+  if (lr.find("not what i asked") == std::string::npos) return {};
+  if (lr.find("review") != std::string::npos) return std::string(env::kAddReview);
+  if (lr.find("recommend") != std::string::npos) return std::string(env::kRecommend);
+  if (lr.find("search") != std::string::npos || lr.find("find") != std::string::npos) return std::string(env::kSearch);
+  return {};
+}
+
+class HeuristicAgent final : public runner::Agent {
+ public:
+  explicit HeuristicAgent(const HeuristicAgentFactory::Shared& shared) : s_(shared) {}
+
+  void begin(const data::Task& task, const std::string& first_observation, runner::Track track) override {
+    // Only the instruction, the user and the time are read from the task: never its target.
+    instruction_ = task.instruction;
+    track_ = track;
+    set_function(s_.classifier.predict(instruction_).function);
+    reviewed_ = product_in_observation(s_.ds, first_observation);
+    if (s_.options.memory) {
+      history_ = s_.ds.visible_history(task.user, task.timestamp);
+      RelevanceOptions ro{s_.options.memory_length, s_.options.relevance, s_.vectors};
+      memory_ = relevant_items(s_.ds, task.user, history_, instruction_, *s_.embedder, ro);
+    }
+  }
+
+  runner::AgentStep next(const std::string& observation) override {
+    ++steps_;
+    if (track_ == runner::Track::kSingleTurn || phase_ == Phase::kFirstCall) return call();
+    if (phase_ == Phase::kAfterCall) return ask_or_stop();
+    return read_reply(observation);
+  }
+
+ private:
+  enum class Phase { kFirstCall, kAfterCall, kAfterQuestion };
+
+  void set_function(std::string function) {
+    function_ = std::move(function);
+    type_ = env::task_type_of_function(function_).value_or(data::TaskType::kSearch);
+  }
+
+  runner::AgentStep call() {
+    phase_ = Phase::kAfterCall;
+    last_arguments_ = arguments();
+    return action(function_, last_arguments_);
+  }
+
+  //! After a call: ask for feedback while a reply can still be used (it needs one more step).
+  runner::AgentStep ask_or_stop() {
+    if (steps_ + 1 > s_.options.max_steps) return action(env::kStop, "{}");
+    int budget = type_ == data::TaskType::kRecommend ? s_.options.recommend_questions : s_.options.max_steps;
+    if (static_cast<int>(asked_.size()) >= budget) return action(env::kStop, "{}");
+    std::string q = next_question(type_, clues_, asked_, instruction_names_brand(instruction_, memory_));
+    asked_.push_back(q);
+    phase_ = Phase::kAfterQuestion;
+    return action(env::kRespond, json_object("content", q));
+  }
+
+  //! After a question: stop when satisfied, call again when the reply changed the call, else ask once more.
+  runner::AgentStep read_reply(const std::string& reply) {
+    if (std::string f = corrected_function(reply); !f.empty() && f != function_) {
+      set_function(f);
+      return call();
+    }
+    fold_reply(reply, type_, clues_);
+    if (clues_.satisfied) return action(env::kStop, "{}");
+    if (arguments() != last_arguments_) {
+      idle_replies_ = 0;
+      return call();
+    }
+    // Nothing new: one more question unless the user has run out of things to say.
+    if (clues_.exhausted || ++idle_replies_ >= 2) return action(env::kStop, "{}");
+    phase_ = Phase::kAfterCall;
+    return ask_or_stop();
+  }
+
+  std::string arguments() const {
+    std::string out;
+    JsonWriter w(out);
+    w.begin_object();
+    switch (type_) {
+      case data::TaskType::kSearch:
+        w.key("query").value(build_search_query(instruction_, memory_, clues_, s_.options.policy));
+        break;
+      case data::TaskType::kRecommend:
+        w.key("product_sequence").string_array(build_recommend_sequence(s_.ds, history_, memory_, clues_, s_.options.policy));
+        break;
+      case data::TaskType::kReview:
+        w.key("review").value(build_review(instruction_, reviewed_, review_sources(), s_.ds, clues_, s_.options.policy));
+        break;
+    }
+    w.end_object();
+    return out;
+  }
+
+  //! The past reviews whose phrasing the review reuses, in the order build_review prefers the last ones: the
+  //! whole visible history with the memory items moved to the end, most relevant last (or the memory items
+  //! alone, in time order).
+  std::vector<const data::Behaviour*> review_sources() const {
+    std::vector<const data::Behaviour*> out;
+    if (s_.options.review_from_memory) {
+      std::vector<const MemoryItem*> items;
+      for (const auto& m : memory_) items.push_back(&m);
+      std::sort(items.begin(), items.end(), [](const MemoryItem* a, const MemoryItem* b) { return a->position < b->position; });
+      for (const auto* m : items) out.push_back(m->behaviour);
+      return out;
+    }
+    auto in_memory = [&](const data::Behaviour* b) {
+      return std::any_of(memory_.begin(), memory_.end(), [&](const MemoryItem& m) { return m.behaviour == b; });
+    };
+    for (const auto* b : history_)
+      if (!in_memory(b)) out.push_back(b);
+    for (auto it = memory_.rbegin(); it != memory_.rend(); ++it) out.push_back(it->behaviour);
+    return out;
+  }
+
+  const HeuristicAgentFactory::Shared& s_;
+  std::string instruction_;
+  runner::Track track_ = runner::Track::kSingleTurn;
+  std::string function_;
+  data::TaskType type_ = data::TaskType::kSearch;
+  const data::Product* reviewed_ = nullptr;
+  std::vector<const data::Behaviour*> history_;  // empty for the no-memory variant
+  std::vector<MemoryItem> memory_;
+  Clues clues_;
+  std::vector<std::string> asked_;
+  std::string last_arguments_;
+  Phase phase_ = Phase::kFirstCall;
+  int steps_ = 0;
+  int idle_replies_ = 0;
+};
+
+}  // namespace
+
+// ------------------------------------------------------------------------------------------------------------
+// The factory
+// ------------------------------------------------------------------------------------------------------------
+
+HeuristicAgentFactory::HeuristicAgentFactory(HeuristicOptions options, const AgentContext& context)
+    : options_(std::move(options)), context_(context) {
+  if (!context_.ds) throw UsageError("heuristic agent: no dataset");
+  if (options_.memory && !context_.embedder) throw UsageError("heuristic agent: task-specific memory needs an embedder");
+  fs::path cache = context_.cache_dir.empty() ? fs::temp_directory_path() / "pwab-agents-cache" : context_.cache_dir;
+  classifier_ = FunctionClassifier::open_or_train(*context_.ds, cache);
+  if (options_.memory && options_.relevance == RelevanceText::kCompact)
+    vectors_ = std::make_unique<BehaviourVectors>(*context_.ds, *context_.embedder);
+  shared_.reset(new Shared{*context_.ds, context_.embedder, *classifier_, vectors_.get(), options_});
+}
+
+HeuristicAgentFactory::~HeuristicAgentFactory() = default;
+
+std::string HeuristicAgentFactory::config_json() const {
+  const HeuristicPolicy& p = options_.policy;
+  std::string out;
+  JsonWriter w(out);
+  w.begin_object();
+  w.key("agent").value("heuristic");
+  w.key("memory").value(options_.memory ? "taskspec" : "none");
+  w.key("memory_length").value(options_.memory_length);
+  w.key("relevance").value(options_.relevance == RelevanceText::kCompact ? "compact" : "full");
+  w.key("max_steps").value(options_.max_steps);
+  w.key("review_from_memory").value(options_.review_from_memory);
+  w.key("recommend_questions").value(options_.recommend_questions);
+  w.key("search_memory_brand").value(p.search_memory_brand);
+  w.key("search_brand_votes").value(p.search_brand_votes);
+  w.key("search_brand_min_overlap").value(p.search_brand_min_overlap);
+  w.key("search_brand_min_count").value(p.search_brand_min_count);
+  w.key("recommend_same_category").value(p.recommend_same_category);
+  w.key("recommend_max_items").value(p.recommend_max_items);
+  w.key("review_own_phrasing").value(p.review_own_phrasing);
+  w.key("review_habits").value(p.review_habits);
+  w.key("review_verdict").value(p.review_verdict);
+  w.key("function_classifier").value(classifier_->description());
+  w.key("embedder").value(context_.embedder ? context_.embedder->name() : std::string());
+  w.end_object();
+  return out;
+}
+
+std::unique_ptr<runner::Agent> HeuristicAgentFactory::make(const data::Task&) const {
+  return std::make_unique<HeuristicAgent>(*shared_);
+}
+
+}  // namespace pwab::agents

@@ -1,0 +1,351 @@
+// `pwab run`, `pwab score`, `pwab compare`, `pwab merge` and `pwab agents`: the benchmark's front end over
+// runner/ (episodes, run directories), agents/ (who acts) and metrics/ (the tables).
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <csignal>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "agents/agent.h"
+#include "cli/cli.h"
+#include "cli/common.h"
+#include "core/error.h"
+#include "core/hash.h"
+#include "core/sys.h"
+#include "core/version.h"
+#include "env/backends.h"
+#include "metrics/metrics.h"
+#include "rec/recommender.h"
+#include "runner/results.h"
+#include "runner/run.h"
+#include "search/search.h"
+#include "sim/scripted_user.h"
+
+namespace pwab::cli {
+namespace {
+
+using Json = nlohmann::json;
+
+// Ctrl-C asks the workers to stop taking tasks; the episodes in flight finish and are recorded. A second
+// Ctrl-C kills the process (results stay consistent: each record is one fsynced line).
+std::atomic<bool> g_interrupted{false};
+extern "C" void on_sigint(int) {
+  g_interrupted = true;
+  std::signal(SIGINT, SIG_DFL);
+}
+
+struct RunArgs {
+  std::string data, split = "test", track = "single", agent = "heuristic", memory, user_sim, out, tasks = "0:";
+  std::string shard = "0/1", embedder = "fasttext", checkpoint, index_dir;
+  std::vector<std::string> agent_opts;
+  int memory_length = 10, concurrency = 0, max_steps = 0, top_k = 10;
+  uint64_t seed = 0;
+  bool resume = false, quiet = false;
+};
+
+runner::Track parse_track(const std::string& s) {
+  if (s == "single") return runner::Track::kSingleTurn;
+  if (s == "multi") return runner::Track::kMultiTurn;
+  throw UsageError("--track must be single or multi, got '" + s + "'");
+}
+
+metrics::Track metrics_track(runner::Track t) {
+  return t == runner::Track::kSingleTurn ? metrics::Track::kSingleTurn : metrics::Track::kMultiTurn;
+}
+
+std::map<std::string, std::string> parse_agent_opts(const std::vector<std::string>& opts) {
+  std::map<std::string, std::string> out;
+  for (const auto& o : opts) {
+    auto eq = o.find('=');
+    if (eq == std::string::npos || eq == 0) throw UsageError("--agent-opt wants KEY=VALUE, got '" + o + "'");
+    out[o.substr(0, eq)] = o.substr(eq + 1);
+  }
+  return out;
+}
+
+//! The title of a run in tables: the agent and its memory, e.g. "heuristic (taskspec)".
+std::string run_title(const Json& config) {
+  std::string title = config.value("agent", std::string("run"));
+  if (config.contains("agent_config") && config["agent_config"].contains("memory"))
+    title += " (" + config["agent_config"]["memory"].get<std::string>() + ")";
+  return title;
+}
+
+metrics::Track track_of(const runner::RunManifest& m) {
+  auto config = Json::parse(m.config_json, nullptr, false);
+  if (config.is_object() && config.value("track", std::string()) == "single") return metrics::Track::kSingleTurn;
+  return metrics::Track::kMultiTurn;
+}
+
+std::string render(const metrics::Summary& s, const std::string& title, metrics::Track track,
+                   const std::string& format) {
+  if (format == "table") return metrics::format_table(s, title, track);
+  if (format == "md") return metrics::format_markdown(s, title, track);
+  if (format == "csv") return metrics::format_csv(s);
+  if (format == "json") return metrics::format_json(s);
+  throw UsageError("--format must be table, md, csv or json, got '" + format + "'");
+}
+
+//! Every final, non-errored record of a run directory, in task order, and how many errored.
+std::vector<metrics::TaskOutcome> outcomes_of(const std::filesystem::path& dir, std::size_t* n_errored = nullptr) {
+  auto records = runner::read_records(dir);
+  runner::sort_by_task(records);
+  if (n_errored) {
+    *n_errored = 0;
+    for (const auto& r : records) *n_errored += r.error.empty() ? 0 : 1;
+  }
+  return runner::scored_outcomes(records);
+}
+
+//! Writes summary.{md,csv,json} beside the records (derived files: `pwab score` rebuilds them).
+metrics::Summary write_summaries(const std::filesystem::path& dir, const metrics::BootstrapOptions& bootstrap) {
+  auto manifest = runner::read_manifest(dir);
+  auto config = Json::parse(manifest.config_json);
+  auto summary = metrics::summarize(outcomes_of(dir), bootstrap);
+  auto track = track_of(manifest);
+  write_file_atomic(dir / "summary.md", metrics::format_markdown(summary, run_title(config), track));
+  write_file_atomic(dir / "summary.csv", metrics::format_csv(summary));
+  write_file_atomic(dir / "summary.json", metrics::format_json(summary));
+  return summary;
+}
+
+//! Progress on stderr, redrawn in place at most ten times a second, when stderr is a terminal.
+class ProgressPrinter {
+ public:
+  explicit ProgressPrinter(bool enabled) : enabled_(enabled && isatty(STDERR_FILENO)) {}
+  void operator()(const runner::RunProgress& p) {
+    if (!enabled_) return;
+    bool last = p.finished == p.total;
+    if (!last && clock_.seconds() - last_draw_ < 0.1) return;
+    last_draw_ = clock_.seconds();
+    std::cerr << "\r\033[K" << runner::format_progress(p) << std::flush;
+  }
+  void end() {
+    if (enabled_) std::cerr << "\n";
+  }
+
+ private:
+  bool enabled_;
+  Stopwatch clock_;
+  double last_draw_ = -1;
+};
+
+void run_benchmark(const RunArgs& a) {
+  runner::Track track = parse_track(a.track);
+  auto [shard_index, shard_count] = runner::parse_shard(a.shard);
+  runner::TaskRange range = runner::TaskRange::parse(a.tasks);
+  std::string user_sim = a.user_sim.empty() ? (track == runner::Track::kMultiTurn ? "scripted" : "none") : a.user_sim;
+  if (user_sim != "none" && user_sim != "scripted" && user_sim != "llm")
+    throw UsageError("--user-sim must be none, scripted or llm, got '" + user_sim + "'");
+  if (track == runner::Track::kSingleTurn && user_sim != "none")
+    throw UsageError("the single-turn track has no user simulator (drop --user-sim or use --track multi)");
+  if (user_sim == "llm") throw UsageError("--user-sim llm needs the LLM backends, which this build does not have yet");
+
+  // Unknown agent names fail before anything is loaded.
+  auto known = agents::list_agents();
+  if (std::none_of(known.begin(), known.end(), [&](const agents::AgentInfo& i) { return i.name == a.agent; }))
+    throw UsageError("unknown agent '" + a.agent + "' (`pwab agents` lists them)");
+
+  Stopwatch setup;
+  data::Dataset ds = load_data(a.data);
+  auto tasks = runner::select_tasks(ds, a.split, range, shard_index, shard_count);
+
+  // Services: BM25 index, SASRec, the embedder shared by rewards and memory retrieval.
+  auto index = search::Index::open_or_build(ds, a.index_dir.empty() ? std::nullopt
+                                                                    : std::optional<std::filesystem::path>(a.index_dir));
+  auto ckpt = a.checkpoint.empty() ? default_rec_checkpoint(a.data) : std::filesystem::path(a.checkpoint);
+  if (!std::filesystem::exists(ckpt))
+    throw Error("no recommender checkpoint at " + ckpt.string() + ": run `pwab rec train " + a.data +
+                "` first or pass --checkpoint");
+  auto recommender = rec::Recommender::load(ckpt, ds);
+  auto embedder = make_run_embedder(a.embedder, ds, a.data);
+  env::IndexSearch search_backend(*index);
+  env::SasrecRecommend recommend_backend(*recommender);
+  env::Environment environment(ds, &search_backend, &recommend_backend, *embedder, {a.top_k});
+
+  agents::AgentOptions agent_options;
+  agent_options.memory = a.memory;
+  agent_options.memory_length = a.memory_length;
+  agent_options.extra = parse_agent_opts(a.agent_opts);
+  agents::AgentContext context{.ds = &ds,
+                               .embedder = embedder.get(),
+                               .cache_dir = std::filesystem::path(a.data) / ".pwab-agents",
+                               .seed = a.seed,
+                               .max_steps = a.max_steps > 0 ? a.max_steps : 10};
+  auto factory = agents::make_agent_factory(a.agent, agent_options, context);
+
+  int max_steps = a.max_steps > 0 ? a.max_steps
+                                  : runner::loop_bound(track == runner::Track::kMultiTurn ? 10 : -1, factory->react_style());
+
+  // Everything that changes what the run computes goes into the manifest; --resume refuses any difference.
+  Json config = {{"split", a.split},
+                 {"track", a.track},
+                 {"tasks", range.to_string()},
+                 {"agent", factory->name()},
+                 {"agent_config", Json::parse(factory->config_json())},
+                 {"user_sim", user_sim},
+                 {"max_steps", max_steps},
+                 {"top_k", a.top_k},
+                 {"embedder", embedder->name()},
+                 {"search_index", index->fingerprint()},
+                 {"recommender", to_hex(hash_file(ckpt))}};
+  runner::RunManifest manifest;
+  manifest.config_json = config.dump();
+  manifest.seed = a.seed;
+  manifest.dataset_fingerprint = runner::dataset_fingerprint(a.data);
+  manifest.pwab_version = kVersion;
+  manifest.shard_index = shard_index;
+  manifest.shard_count = shard_count;
+  auto dir = runner::RunDirectory::open(a.out, manifest, a.resume);
+  if (dir.n_truncated() && !a.quiet)
+    std::cerr << "pwab: dropped an unfinished last line left by an interrupted run\n";
+
+  const uint64_t seed = a.seed;
+  runner::UserMaker make_user;
+  if (user_sim == "scripted")
+    make_user = [&ds, seed](const data::Task& t) { return std::make_unique<sim::ScriptedUser>(ds, t, seed); };
+  runner::AgentMaker make_agent = [&factory](const data::Task& t) { return factory->make(t); };
+
+  ProgressPrinter printer(!a.quiet);
+  runner::RunOptions options;
+  options.episode = {track, max_steps};
+  options.concurrency = a.concurrency;
+  options.cancel = &g_interrupted;
+  options.on_progress = [&printer](const runner::RunProgress& p) { printer(p); };
+  if (!a.quiet)
+    std::cerr << fmt::format("pwab: {} {} tasks of {} ({}-turn, agent {}, user {}); setup {:.1f} s\n", tasks.size(),
+                             a.split, a.data, a.track, factory->name(), user_sim, setup.seconds());
+  g_interrupted = false;
+  auto previous = std::signal(SIGINT, on_sigint);
+  runner::RunReport report;
+  try {
+    report = runner::run_tasks(environment, tasks, dir, make_agent, make_user, options);
+  } catch (...) {
+    std::signal(SIGINT, previous);
+    printer.end();
+    throw;
+  }
+  std::signal(SIGINT, previous);
+  printer.end();
+
+  const auto& p = report.progress;
+  if (!a.quiet)
+    std::cerr << fmt::format("pwab: ran {} tasks in {:.1f} s ({:.1f} tasks/s), {} errored, {} already done; {}\n",
+                             p.finished, p.seconds, p.seconds > 0 ? static_cast<double>(p.finished) / p.seconds : 0.0,
+                             p.errored, p.skipped, (std::filesystem::path(a.out) / runner::kResultsFile).string());
+  if (report.cancelled)
+    throw Error(fmt::format("interrupted after {} of {} tasks; continue with the same command plus --resume",
+                            p.finished, p.total));
+  auto summary = write_summaries(a.out, {});
+  std::cout << metrics::format_table(summary, run_title(config), metrics_track(track));
+  if (p.errored)
+    throw Error(fmt::format("{} tasks errored (see `error` in results.jsonl); rerun with --resume to retry them",
+                            p.errored));
+}
+
+}  // namespace
+
+void add_run_commands(CLI::App& app) {
+  auto a = std::make_shared<RunArgs>();
+  auto* run = app.add_subcommand("run", "Run an agent on a split's tasks and score it (resumable)");
+  run->add_option("--data", a->data, "Dataset directory")->required();
+  run->add_option("--split", a->split, "Task split: test or train")->capture_default_str();
+  run->add_option("--track", a->track, "single or multi (turn)")->capture_default_str();
+  run->add_option("--agent", a->agent, "Agent name (see `pwab agents`)")->capture_default_str();
+  run->add_option("--memory", a->memory, "Memory strategy of the agent (default: the agent's own)");
+  run->add_option("--memory-length", a->memory_length, "Behaviours in memory")->capture_default_str()->check(CLI::Range(1, 100000));
+  run->add_option("--agent-opt", a->agent_opts, "Agent option KEY=VALUE (repeatable)");
+  run->add_option("--user-sim", a->user_sim, "none, scripted or llm (default: scripted in multi-turn, none in single)");
+  run->add_option("--max-steps", a->max_steps,
+                  "Agent calls per task (default: 10 multi-turn; single-turn 10, or 3 for ReAct-style agents)")
+      ->check(CLI::Range(1, 1000));
+  run->add_option("--concurrency", a->concurrency, "Episodes in parallel (0 = one per core)")->check(CLI::Range(0, 4096));
+  run->add_option("--out", a->out, "Run directory (manifest.json, results.jsonl, summary.*)")->required();
+  run->add_option("--seed", a->seed, "Seed of the run (user simulator, agents)")->capture_default_str();
+  run->add_option("--tasks", a->tasks, "Task positions A:B within the split (B exclusive)")->capture_default_str();
+  run->add_option("--shard", a->shard, "Run shard K of N (tasks with position % N == K)")->capture_default_str();
+  run->add_flag("--resume", a->resume, "Continue RUN_DIR: skip finished tasks, retry errored ones");
+  run->add_option("--embedder", a->embedder, "Text embedder: fasttext (trained on DATA, cached) or hashing")
+      ->capture_default_str();
+  run->add_option("--checkpoint", a->checkpoint, "SASRec checkpoint (default: DATA/.pwab-rec/sasrec.pwab)");
+  run->add_option("--index-dir", a->index_dir, "Search index root (default: DATA/.pwab-index)");
+  run->add_option("--top-k", a->top_k, "Results per search/recommendation call")->capture_default_str()->check(CLI::Range(1, 1000));
+  run->add_flag("--quiet", a->quiet, "No progress or status lines on stderr");
+  run->callback([a] { run_benchmark(*a); });
+
+  struct ScoreArgs {
+    std::string dir, format = "table";
+    int resamples = 1000;
+    double confidence = 0.95;
+    uint64_t seed = 1;
+  };
+  auto s = std::make_shared<ScoreArgs>();
+  auto* score = app.add_subcommand("score", "Recompute a run's summary from its records alone");
+  score->add_option("run_dir", s->dir, "Run directory")->required();
+  score->add_option("--format", s->format, "table, md, csv or json")->capture_default_str();
+  score->add_option("--bootstrap", s->resamples, "Bootstrap resamples (0 = no intervals)")->capture_default_str();
+  score->add_option("--confidence", s->confidence, "Interval level")->capture_default_str()->check(CLI::Range(0.5, 0.999));
+  score->add_option("--seed", s->seed, "Bootstrap seed")->capture_default_str();
+  score->callback([s] {
+    auto manifest = runner::read_manifest(s->dir);
+    std::size_t errored = 0;
+    auto outcomes = outcomes_of(s->dir, &errored);
+    auto summary = metrics::summarize(outcomes, {s->resamples, s->confidence, s->seed});
+    auto config = Json::parse(manifest.config_json);
+    std::cout << render(summary, run_title(config), track_of(manifest), s->format);
+    if (errored)
+      std::cerr << fmt::format("pwab: {} errored tasks are not scored; `pwab run ... --resume` retries them\n", errored);
+  });
+
+  struct CompareArgs {
+    std::string a, b;
+    int resamples = 1000;
+    uint64_t seed = 1;
+  };
+  auto c = std::make_shared<CompareArgs>();
+  auto* compare = app.add_subcommand("compare", "Paired per-task difference B − A of two runs, with intervals");
+  compare->add_option("run_a", c->a, "Run directory A")->required();
+  compare->add_option("run_b", c->b, "Run directory B")->required();
+  compare->add_option("--bootstrap", c->resamples, "Bootstrap resamples")->capture_default_str();
+  compare->add_option("--seed", c->seed, "Bootstrap seed")->capture_default_str();
+  compare->callback([c] {
+    auto ma = runner::read_manifest(c->a), mb = runner::read_manifest(c->b);
+    if (ma.dataset_fingerprint != mb.dataset_fingerprint)
+      std::cerr << "pwab: warning: the runs used different datasets; only tasks with the same key are paired\n";
+    auto ca = Json::parse(ma.config_json), cb = Json::parse(mb.config_json);
+    if (ca.value("embedder", "") != cb.value("embedder", ""))
+      std::cerr << "pwab: warning: the runs used different embedders, so review R. Acc is not comparable\n";
+    auto cmp = metrics::compare(outcomes_of(c->a), outcomes_of(c->b), {c->resamples, 0.95, c->seed});
+    std::cout << metrics::format_comparison(cmp, run_title(ca) + " [A]", run_title(cb) + " [B]");
+  });
+
+  struct MergeArgs {
+    std::string out;
+    std::vector<std::string> shards;
+  };
+  auto m = std::make_shared<MergeArgs>();
+  auto* merge = app.add_subcommand("merge", "Combine the shard run directories of one run into OUT");
+  merge->add_option("--out", m->out, "Merged run directory")->required();
+  merge->add_option("shards", m->shards, "Shard run directories (all N of them)")->required();
+  merge->callback([m] {
+    std::vector<std::filesystem::path> dirs(m->shards.begin(), m->shards.end());
+    runner::merge_runs(dirs, m->out);
+    auto summary = write_summaries(m->out, {});
+    auto manifest = runner::read_manifest(m->out);
+    std::cout << metrics::format_table(summary, run_title(Json::parse(manifest.config_json)), track_of(manifest));
+  });
+
+  auto* list = app.add_subcommand("agents", "List the agents and the paper row each reproduces");
+  list->callback([] {
+    std::string out;
+    for (const auto& info : agents::list_agents())
+      out += fmt::format("{:<14} {:<28} {}\n", info.name, info.paper_row, info.description);
+    std::cout << out;
+  });
+}
+
+}  // namespace pwab::cli

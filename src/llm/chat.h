@@ -1,0 +1,132 @@
+// src/llm/chat.h: chat completions as plain records, and the ChatModel interface every LLM user calls.
+//
+// Agents, the user simulator and any judge build a ChatRequest and call ChatModel::chat(); which model answers
+// (an OpenAI-compatible endpoint, a record/replay cache in front of it, a local LLaMA later) is decided once,
+// when the run is set up. No JSON library type appears here: tool schemas and extra request fields travel as
+// JSON text. The wire format is OpenAI's chat completions API (docs/llm.md).
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+
+namespace pwab::llm {
+
+//! One function call requested by the model.
+struct ToolCall {
+  std::string id;              //!< assigned by the server, echoed back in the tool result message
+  std::string name;            //!< the function name, as the model wrote it (may name no real tool)
+  std::string arguments_json;  //!< the arguments as the model wrote them: JSON object text, not re-serialized
+};
+
+//! One chat message. Roles: "system", "user", "assistant", "tool".
+struct Message {
+  std::string role;
+  //! The text. An assistant message with tool calls and empty content is sent as `"content": null`.
+  std::string content;
+  std::vector<ToolCall> tool_calls;  //!< assistant messages only
+  std::string tool_call_id;          //!< tool messages only: the ToolCall::id this result answers
+  std::string name;                  //!< optional participant / function name; omitted when empty
+
+  static Message system(std::string text) { return {"system", std::move(text), {}, {}, {}}; }
+  static Message user(std::string text) { return {"user", std::move(text), {}, {}, {}}; }
+  static Message assistant(std::string text) { return {"assistant", std::move(text), {}, {}, {}}; }
+  static Message tool(std::string call_id, std::string text) {
+    return {"tool", std::move(text), {}, std::move(call_id), {}};
+  }
+};
+
+//! A chat completions request. Unset optionals are left out of the request, so the API's defaults apply (the
+//! original's Reflection call relies on the default temperature, reference §4.1).
+struct ChatRequest {
+  std::string model;
+  std::vector<Message> messages;
+  //! The JSON array text of the tool schemas offered (env::tools_json()); empty = a plain text request.
+  std::string tools_json;
+  //! Sent only with tools: "auto" (the original's choice), "none", "required", or a JSON object text.
+  std::string tool_choice = "auto";
+  std::optional<double> temperature;
+  std::optional<int> max_tokens;
+  std::optional<int64_t> seed;
+  //! Further body fields as a JSON object text (e.g. {"response_format": {"type": "json_object"}}); "" = none.
+  std::string extra_body_json;
+  //! Not sent: a sample index that is part of the cache key, so that several samples of one request at
+  //! temperature > 0 (trials) are cached side by side. 0 for ordinary calls.
+  int sample = 0;
+};
+
+//! How a reply ended up.
+enum class ReplyStatus {
+  kOk,
+  //! A tool call's arguments were not a JSON object after every retry (RetryPolicy::invalid_reply_attempts).
+  //! The model's fault, not the infrastructure's: the agent records it as its own failure. `message` holds the
+  //! last reply as received.
+  kInvalidToolArguments,
+};
+std::string_view to_string(ReplyStatus s);
+//! "ok" / "invalid_tool_arguments"; DataError otherwise.
+ReplyStatus parse_reply_status(std::string_view s);
+
+struct ChatResponse {
+  Message message;            //!< role "assistant"
+  std::string finish_reason;  //!< "stop", "tool_calls", "length", ...
+  std::string model;          //!< the requested model name (what the ledger prices)
+  //! Tokens over every attempt that returned a reply (a re-asked invalid reply is billed too).
+  int64_t prompt_tokens = 0;
+  int64_t completion_tokens = 0;
+  ReplyStatus status = ReplyStatus::kOk;
+  //! Why status is not kOk, e.g. "tool call 'search_product_by_query': arguments are not valid JSON: ...".
+  std::string problem;
+  bool from_cache = false;  //!< replayed from the record/replay cache (cost $0)
+  int attempts = 0;         //!< HTTP requests sent for this call (0 when replayed)
+};
+
+//! The model did not answer: the endpoint failed after the retries, refused the request (4xx), or answered
+//! with something unusable. Not the agent's fault: the runner marks the task as errored so `--resume` runs it
+//! again. The message says what happened (URL without credentials, HTTP status, an excerpt of the body,
+//! attempts) and never contains the API key.
+class InfraError : public Error {
+ public:
+  InfraError(const std::string& message, int http_status, int attempts)
+      : Error(message), http_status_(http_status), attempts_(attempts) {}
+  //! The last HTTP status seen; 0 when no HTTP response arrived (connection failure, timeout).
+  int http_status() const { return http_status_; }
+  int attempts() const { return attempts_; }
+
+ private:
+  int http_status_;
+  int attempts_;
+};
+
+//! `--replay` met a request that the cache does not hold. Deliberately not an InfraError: a replay must
+//! reproduce the recorded run exactly, so a miss stops the run instead of marking one task as errored.
+class ReplayMissError : public RunAbortError {
+ public:
+  using RunAbortError::RunAbortError;
+};
+
+//! Anything that answers chat requests. Implementations are thread-safe: one instance serves every worker.
+class ChatModel {
+ public:
+  virtual ~ChatModel() = default;
+  //! Answers one request. Throws InfraError (infrastructure) or ReplayMissError (replay mode); a model that
+  //! misbehaves (invalid tool arguments) is a normal return with status != kOk.
+  virtual ChatResponse chat(const ChatRequest& request) = 0;
+  //! What answers, for manifests and logs, e.g. "openai-compatible https://api.openai.com/v1". No secrets.
+  virtual std::string describe() const = 0;
+};
+
+//! The request as its JSON wire body (keys sorted, compact). Throws UsageError when tools_json,
+//! tool_choice or extra_body_json is not valid JSON of the right kind.
+std::string request_body_json(const ChatRequest& request);
+
+//! The canonical form a cache keys on: kind, wire body and sample index, keys sorted, compact. The endpoint
+//! (base URL) and the API key are not part of it (docs/llm.md "Cache key").
+std::string canonical_request_json(const ChatRequest& request);
+
+//! The problem with the tool calls' arguments ("" when every call has a JSON object as arguments).
+std::string check_tool_arguments(const Message& message);
+
+}  // namespace pwab::llm

@@ -1,0 +1,166 @@
+#include "llm/wire.h"
+
+#include "core/error.h"
+
+namespace pwab::llm {
+namespace {
+
+using nlohmann::json;
+
+constexpr std::size_t kExcerptBytes = 300;
+
+std::string flatten_and_cut(std::string s, std::size_t max_bytes) {
+  for (char& c : s)
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = ' ';
+  if (s.size() <= max_bytes) return s;
+  std::size_t cut = max_bytes;
+  while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xC0) == 0x80) --cut;  // not inside a UTF-8 sequence
+  s.resize(cut);
+  return s + "...";
+}
+
+std::string string_or_empty(const json& j, const char* key) {
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return {};
+  if (!it->is_string()) throw DataError(std::string("field '") + key + "' is not a string");
+  return it->get<std::string>();
+}
+
+int64_t int_or_zero(const json& j, const char* key) {
+  auto it = j.find(key);
+  if (it == j.end() || !it->is_number()) return 0;
+  return it->get<int64_t>();
+}
+
+}  // namespace
+
+std::string redact_secret(std::string_view text, std::string_view secret) {
+  std::string out(text);
+  if (secret.empty()) return out;
+  for (std::size_t pos = out.find(secret); pos != std::string::npos; pos = out.find(secret, pos))
+    out.replace(pos, secret.size(), "[redacted]");
+  return out;
+}
+
+std::string body_excerpt(std::string_view body, std::string_view secret) {
+  if (body.empty()) return "(empty body)";
+  std::string text(body);
+  json j = json::parse(body, nullptr, false);
+  if (!j.is_discarded() && j.is_object()) {
+    auto err = j.find("error");
+    if (err != j.end() && err->is_object()) {
+      auto msg = err->find("message");
+      if (msg != err->end() && msg->is_string()) text = msg->get<std::string>();
+    } else if (err != j.end() && err->is_string()) {
+      text = err->get<std::string>();
+    }
+  }
+  return flatten_and_cut(redact_secret(text, secret), kExcerptBytes);
+}
+
+json message_to_json(const Message& m) {
+  json j = json::object();
+  j["role"] = m.role;
+  if (m.content.empty() && !m.tool_calls.empty()) {
+    j["content"] = nullptr;
+  } else {
+    j["content"] = m.content;
+  }
+  if (!m.tool_calls.empty()) {
+    json calls = json::array();
+    for (const ToolCall& tc : m.tool_calls)
+      calls.push_back({{"id", tc.id},
+                       {"type", "function"},
+                       {"function", {{"name", tc.name}, {"arguments", tc.arguments_json}}}});
+    j["tool_calls"] = std::move(calls);
+  }
+  if (!m.tool_call_id.empty()) j["tool_call_id"] = m.tool_call_id;
+  if (!m.name.empty()) j["name"] = m.name;
+  return j;
+}
+
+Message message_from_json(const json& j) {
+  if (!j.is_object()) throw DataError("a message is not a JSON object");
+  Message m;
+  m.role = string_or_empty(j, "role");
+  if (m.role.empty()) m.role = "assistant";
+  m.content = string_or_empty(j, "content");
+  m.tool_call_id = string_or_empty(j, "tool_call_id");
+  m.name = string_or_empty(j, "name");
+  auto calls = j.find("tool_calls");
+  if (calls != j.end() && !calls->is_null()) {
+    if (!calls->is_array()) throw DataError("field 'tool_calls' is not an array");
+    for (const json& c : *calls) {
+      if (!c.is_object()) throw DataError("a tool call is not a JSON object");
+      ToolCall tc;
+      tc.id = string_or_empty(c, "id");
+      auto fn = c.find("function");
+      if (fn == c.end() || !fn->is_object()) throw DataError("a tool call has no 'function' object");
+      tc.name = string_or_empty(*fn, "name");
+      auto args = fn->find("arguments");
+      if (args != fn->end() && args->is_string()) {
+        tc.arguments_json = args->get<std::string>();
+      } else if (args != fn->end() && !args->is_null()) {
+        tc.arguments_json = args->dump();  // some servers send the object itself
+      }
+      m.tool_calls.push_back(std::move(tc));
+    }
+  }
+  return m;
+}
+
+std::string parse_chat_reply(const std::string& body, ChatResponse& out) {
+  json j = json::parse(body, nullptr, false);
+  if (j.is_discarded()) return "the body is not JSON: " + flatten_and_cut(body, 120);
+  if (!j.is_object()) return "the body is not a JSON object";
+  if (auto err = j.find("error"); err != j.end() && !err->is_null()) return "error reply: " + body_excerpt(body, "");
+  auto choices = j.find("choices");
+  if (choices == j.end() || !choices->is_array() || choices->empty()) return "no 'choices' in the reply";
+  const json& choice = (*choices)[0];
+  if (!choice.is_object()) return "choices[0] is not an object";
+  auto msg = choice.find("message");
+  if (msg == choice.end()) return "choices[0] has no 'message'";
+  try {
+    out.message = message_from_json(*msg);
+    out.finish_reason = string_or_empty(choice, "finish_reason");
+  } catch (const DataError& e) {
+    return std::string("choices[0].message: ") + e.what();
+  }
+  out.message.role = "assistant";
+  if (auto usage = j.find("usage"); usage != j.end() && usage->is_object()) {
+    out.prompt_tokens = int_or_zero(*usage, "prompt_tokens");
+    out.completion_tokens = int_or_zero(*usage, "completion_tokens");
+  }
+  return {};
+}
+
+std::string response_to_json(const ChatResponse& r) {
+  json j = {{"message", message_to_json(r.message)},
+            {"finish_reason", r.finish_reason},
+            {"model", r.model},
+            {"prompt_tokens", r.prompt_tokens},
+            {"completion_tokens", r.completion_tokens},
+            {"status", std::string(to_string(r.status))},
+            {"problem", r.problem},
+            {"attempts", r.attempts}};
+  return j.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+ChatResponse response_from_json(std::string_view text) {
+  json j = json::parse(text, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) throw DataError("a cached chat response is not a JSON object");
+  ChatResponse r;
+  auto msg = j.find("message");
+  if (msg == j.end()) throw DataError("a cached chat response has no 'message'");
+  r.message = message_from_json(*msg);
+  r.finish_reason = string_or_empty(j, "finish_reason");
+  r.model = string_or_empty(j, "model");
+  r.prompt_tokens = int_or_zero(j, "prompt_tokens");
+  r.completion_tokens = int_or_zero(j, "completion_tokens");
+  r.status = parse_reply_status(string_or_empty(j, "status"));
+  r.problem = string_or_empty(j, "problem");
+  r.attempts = static_cast<int>(int_or_zero(j, "attempts"));
+  return r;
+}
+
+}  // namespace pwab::llm

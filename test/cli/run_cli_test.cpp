@@ -1,0 +1,148 @@
+// `pwab run`, `score`, `compare`, `merge` and `agents` as the real binary: both tracks end to end on the mini
+// dataset, the summary recomputed from records, resume refusing another config, shards merging to the
+// unsharded run, and usage errors.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <nlohmann/json.hpp>
+
+#include "support/test_support.h"
+
+namespace {
+
+using pwab::test::TempDir;
+
+int run_binary(const std::string& args, std::string* output = nullptr, std::string* errors = nullptr) {
+  TempDir out_dir;
+  std::string cmd = std::string(PWAB_BINARY) + " " + args + " > " + (out_dir / "out").string() + " 2> " +
+                    (out_dir / "err").string();
+  int status = std::system(cmd.c_str());
+  if (output) *output = pwab::test::read_text(out_dir / "out");
+  if (errors) *errors = pwab::test::read_text(out_dir / "err");
+  return WEXITSTATUS(status);
+}
+
+bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+//! One mini dataset with its index and a briefly trained recommender, shared by the tests of this file.
+class RunCli : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new TempDir;
+    data_ = (*dir_ / "mini").string();
+    ASSERT_EQ(run_binary("data synth --out " + data_ + " --scale mini --seed 2"), 0);
+    ASSERT_EQ(run_binary("rec train " + data_ + " --epochs 3 --eval-every 0"), 0);
+  }
+  static void TearDownTestSuite() { delete dir_; }
+  static std::string out(const std::string& name) { return (*dir_ / name).string(); }
+
+  static TempDir* dir_;
+  static std::string data_;
+};
+TempDir* RunCli::dir_ = nullptr;
+std::string RunCli::data_;
+
+TEST_F(RunCli, SingleTurnRunScoresAndRescores) {
+  std::string table, err;
+  ASSERT_EQ(run_binary("run --data " + data_ + " --agent heuristic --out " + out("st") + " --seed 1", &table, &err), 0)
+      << err;
+  EXPECT_TRUE(has(table, "Search")) << table;
+  EXPECT_TRUE(has(table, "heuristic")) << table;
+  EXPECT_FALSE(has(table, "Avg. Steps")) << table;  // single-turn tables have no steps column
+  EXPECT_TRUE(has(err, "ran ")) << err;
+  for (const char* f : {"manifest.json", "results.jsonl", "summary.md", "summary.csv", "summary.json"})
+    EXPECT_TRUE(std::filesystem::exists(std::filesystem::path(out("st")) / f)) << f;
+
+  std::string rescored;
+  ASSERT_EQ(run_binary("score " + out("st"), &rescored), 0);
+  EXPECT_EQ(rescored, table);
+  ASSERT_EQ(run_binary("score " + out("st") + " --format json", &rescored), 0);
+  EXPECT_EQ(rescored, pwab::test::read_text(std::filesystem::path(out("st")) / "summary.json"));
+  auto summary = nlohmann::json::parse(rescored);
+  EXPECT_GT(summary["groups"]["overall"]["r_acc"]["value"].get<double>(), 0.0);
+  EXPECT_EQ(summary["groups"]["overall"]["f_acc"]["value"].get<double>() > 0.5, true);
+  ASSERT_EQ(run_binary("score " + out("st") + " --format csv", &rescored), 0);
+  EXPECT_EQ(rescored.rfind("group,metric,value,ci_low,ci_high,n_tasks\n", 0), 0u) << rescored;
+  ASSERT_EQ(run_binary("score " + out("st") + " --format md", &rescored), 0);
+  EXPECT_TRUE(has(rescored, "|")) << rescored;
+
+  auto manifest = nlohmann::json::parse(pwab::test::read_text(std::filesystem::path(out("st")) / "manifest.json"));
+  EXPECT_EQ(manifest["config"]["agent"], "heuristic");
+  EXPECT_EQ(manifest["config"]["track"], "single");
+  EXPECT_EQ(manifest["config"]["max_steps"], 10);
+  EXPECT_EQ(manifest["seed"], 1);
+
+  // Resume of a finished run does nothing; a different config is refused, naming what differs.
+  ASSERT_EQ(run_binary("run --data " + data_ + " --agent heuristic --out " + out("st") + " --seed 1 --resume", &table,
+                       &err),
+            0)
+      << err;
+  EXPECT_TRUE(has(err, "ran 0 tasks")) << err;
+  EXPECT_EQ(run_binary("run --data " + data_ + " --agent heuristic --memory none --out " + out("st") + " --resume",
+                       nullptr, &err),
+            2);
+  EXPECT_TRUE(has(err, "config")) << err;
+  EXPECT_EQ(run_binary("run --data " + data_ + " --agent heuristic --out " + out("st"), nullptr, &err), 2);
+  EXPECT_TRUE(has(err, "already")) << err;
+
+  // The no-memory variant, compared with the full agent: a paired report.
+  ASSERT_EQ(run_binary("run --data " + data_ + " --agent heuristic --memory none --quiet --out " + out("st-none")), 0);
+  std::string cmp;
+  ASSERT_EQ(run_binary("compare " + out("st-none") + " " + out("st"), &cmp, &err), 0) << err;
+  EXPECT_TRUE(has(cmp, "[A]") && has(cmp, "[B]")) << cmp;
+}
+
+TEST_F(RunCli, MultiTurnWithScriptedUser) {
+  std::string table, err;
+  ASSERT_EQ(run_binary("run --data " + data_ + " --track multi --tasks 0:12 --concurrency 3 --out " + out("mt"), &table,
+                       &err),
+            0)
+      << err;
+  EXPECT_TRUE(has(table, "Avg. Steps")) << table;
+  auto manifest = nlohmann::json::parse(pwab::test::read_text(std::filesystem::path(out("mt")) / "manifest.json"));
+  EXPECT_EQ(manifest["config"]["user_sim"], "scripted");
+  EXPECT_EQ(manifest["config"]["tasks"], "0:12");
+  std::string records = pwab::test::read_text(std::filesystem::path(out("mt")) / "results.jsonl");
+  EXPECT_EQ(std::count(records.begin(), records.end(), '\n'), 12);
+  EXPECT_TRUE(has(records, "\"respond\"")) << "the heuristic asks the user in multi-turn";
+}
+
+TEST_F(RunCli, ShardsMergeToTheUnshardedRun) {
+  std::string err;
+  const std::string common = "run --data " + data_ + " --track multi --tasks 0:15 --seed 4 --quiet ";
+  ASSERT_EQ(run_binary(common + "--out " + out("whole")), 0);
+  for (int k = 0; k < 3; ++k)
+    ASSERT_EQ(run_binary(common + "--shard " + std::to_string(k) + "/3 --out " + out("s" + std::to_string(k)), nullptr,
+                         &err),
+              0)
+        << err;
+  std::string merged, whole;
+  ASSERT_EQ(run_binary("merge --out " + out("merged") + " " + out("s0") + " " + out("s1") + " " + out("s2"), &merged,
+                       &err),
+            0)
+      << err;
+  ASSERT_EQ(run_binary("score " + out("whole") + " --format json", &whole), 0);
+  ASSERT_EQ(run_binary("score " + out("merged") + " --format json", &merged), 0);
+  EXPECT_EQ(merged, whole);
+  EXPECT_EQ(run_binary("merge --out " + out("merged2") + " " + out("s0") + " " + out("s1"), nullptr, &err), 2);
+  EXPECT_TRUE(has(err, "shard")) << err;
+}
+
+TEST_F(RunCli, UsageErrors) {
+  std::string err;
+  EXPECT_EQ(run_binary("run --data " + data_ + " --out " + out("u1") + " --agent nobody", nullptr, &err), 2);
+  EXPECT_TRUE(has(err, "nobody")) << err;
+  EXPECT_EQ(run_binary("run --data " + data_ + " --out " + out("u2") + " --track sideways", nullptr, &err), 2);
+  EXPECT_EQ(run_binary("run --data " + data_ + " --out " + out("u3") + " --user-sim scripted", nullptr, &err), 2);
+  EXPECT_TRUE(has(err, "single-turn")) << err;
+  EXPECT_EQ(run_binary("run --data " + data_ + " --out " + out("u4") + " --shard 3/3", nullptr, &err), 2);
+  EXPECT_EQ(run_binary("run --data " + data_ + " --out " + out("u5") + " --tasks 9:2", nullptr, &err), 2);
+  EXPECT_EQ(run_binary("run --data " + data_ + " --out " + out("u6") + " --split history", nullptr, &err), 2);
+  EXPECT_EQ(run_binary("score /nonexistent-pwab-run", nullptr, &err), 1);
+  EXPECT_TRUE(has(err, "manifest.json")) << err;
+  std::string list;
+  ASSERT_EQ(run_binary("agents", &list), 0);
+  EXPECT_TRUE(has(list, "heuristic")) << list;
+}
+
+}  // namespace
