@@ -11,6 +11,12 @@ GENERATOR := $(shell command -v ninja >/dev/null 2>&1 && echo "-G Ninja")
 JOBS ?= $(shell nproc)
 FUZZ_SECONDS ?= 60
 BUILD_RELEASE := build/release
+# Environment for libtorch-heavy processes, read by libgomp and OpenBLAS when they load (before main, so pwab
+# cannot set it itself): idle OpenMP threads sleep instead of spinning, and OpenBLAS uses the kernels of the
+# CPU it runs on (on some VMs it misdetects the CPU and falls back to SSE3 kernels, 3-8x slower).
+# docs/dependencies.md explains both; values already in the environment win.
+BLAS_CORE := $(shell grep -qw avx512f /proc/cpuinfo 2>/dev/null && echo SkylakeX || (grep -qw avx2 /proc/cpuinfo 2>/dev/null && echo Haswell))
+RUN_ENV := OMP_WAIT_POLICY=$${OMP_WAIT_POLICY:-passive} $(if $(BLAS_CORE),OPENBLAS_CORETYPE=$${OPENBLAS_CORETYPE:-$(BLAS_CORE)},)
 
 all: release
 
@@ -31,14 +37,14 @@ debug:
 	$(call cmake_build,build/debug,Debug,)
 
 test: release
-	@cd $(BUILD_RELEASE) && OMP_WAIT_POLICY=$${OMP_WAIT_POLICY:-passive} ctest --output-on-failure -j $(JOBS) $(if $(T),-R '$(T)',)
+	@cd $(BUILD_RELEASE) && $(RUN_ENV) ctest --output-on-failure -j $(JOBS) $(if $(T),-R '$(T)',)
 
 demo: release
-	@scripts/demo.sh $(BUILD_RELEASE)/pwab
+	@$(RUN_ENV) scripts/demo.sh $(BUILD_RELEASE)/pwab
 
 bench: release
 	@mkdir -p build/bench
-	@OMP_WAIT_POLICY=$${OMP_WAIT_POLICY:-passive} $(BUILD_RELEASE)/bench/pwab-bench --out build/bench $(if $(B),--filter '$(B)',)
+	@$(RUN_ENV) $(BUILD_RELEASE)/bench/pwab-bench --out build/bench $(if $(B),--filter '$(B)',)
 
 fuzz:
 	@scripts/install-deps.sh

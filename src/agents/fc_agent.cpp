@@ -1,6 +1,7 @@
 // src/agents/fc_agent.cpp: the fc agent's prompts, options, factory and per-episode conversation.
 #include "agents/fc_agent.h"
 
+#include <cstdlib>
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"

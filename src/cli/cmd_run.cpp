@@ -13,6 +13,7 @@
 #include "agents/agent.h"
 #include "cli/cli.h"
 #include "cli/common.h"
+#include "cli/llm_setup.h"
 #include "core/error.h"
 #include "core/hash.h"
 #include "core/sys.h"
@@ -23,6 +24,7 @@
 #include "runner/results.h"
 #include "runner/run.h"
 #include "search/search.h"
+#include "sim/llm_user.h"
 #include "sim/scripted_user.h"
 
 namespace pwab::cli {
@@ -45,6 +47,7 @@ struct RunArgs {
   int memory_length = 10, concurrency = 0, max_steps = 0, top_k = 10;
   uint64_t seed = 0;
   bool resume = false, quiet = false;
+  LlmFlags llm;
 };
 
 runner::Track parse_track(const std::string& s) {
@@ -117,12 +120,12 @@ metrics::Summary write_summaries(const std::filesystem::path& dir, const metrics
 class ProgressPrinter {
  public:
   explicit ProgressPrinter(bool enabled) : enabled_(enabled && isatty(STDERR_FILENO)) {}
-  void operator()(const runner::RunProgress& p) {
+  void operator()(const runner::RunProgress& p, const std::string& cost) {
     if (!enabled_) return;
     bool last = p.finished == p.total;
     if (!last && clock_.seconds() - last_draw_ < 0.1) return;
     last_draw_ = clock_.seconds();
-    std::cerr << "\r\033[K" << runner::format_progress(p) << std::flush;
+    std::cerr << "\r\033[K" << runner::format_progress(p) << (cost.empty() ? "" : " · " + cost) << std::flush;
   }
   void end() {
     if (enabled_) std::cerr << "\n";
@@ -143,7 +146,6 @@ void run_benchmark(const RunArgs& a) {
     throw UsageError("--user-sim must be none, scripted or llm, got '" + user_sim + "'");
   if (track == runner::Track::kSingleTurn && user_sim != "none")
     throw UsageError("the single-turn track has no user simulator (drop --user-sim or use --track multi)");
-  if (user_sim == "llm") throw UsageError("--user-sim llm needs the LLM backends, which this build does not have yet");
 
   // Unknown agent names fail before anything is loaded.
   auto known = agents::list_agents();
@@ -162,7 +164,10 @@ void run_benchmark(const RunArgs& a) {
     throw Error("no recommender checkpoint at " + ckpt.string() + ": run `pwab rec train " + a.data +
                 "` first or pass --checkpoint");
   auto recommender = rec::Recommender::load(ckpt, ds);
-  auto embedder = make_run_embedder(a.embedder, ds, a.data);
+  LlmSetup models = make_llm_setup(a.llm, /*need_agent=*/true, /*need_user=*/user_sim == "llm");
+  llm::Ledger& ledger = *models.ledger;
+  auto embedder = a.embedder.rfind("openai:", 0) == 0 ? make_openai_embedder(a.llm, a.embedder.substr(7), &ledger)
+                                                      : make_run_embedder(a.embedder, ds, a.data);
   env::IndexSearch search_backend(*index);
   env::SasrecRecommend recommend_backend(*recommender);
   env::Environment environment(ds, &search_backend, &recommend_backend, *embedder, {a.top_k});
@@ -176,6 +181,15 @@ void run_benchmark(const RunArgs& a) {
                                .cache_dir = std::filesystem::path(a.data) / ".pwab-agents",
                                .seed = a.seed,
                                .max_steps = a.max_steps > 0 ? a.max_steps : 10};
+  if (models.agent_model) {
+    context.llm.model = models.agent_model_name;
+    context.llm.temperature = a.llm.temperature.value_or(0.0);
+    context.llm.seed = a.llm.llm_seed;
+    llm::ChatModel& agent_model = *models.agent_model;
+    context.llm.open = [&agent_model, &ledger](const std::string& task_key, llm::Role role) {
+      return std::make_unique<llm::MeteredChatModel>(agent_model, ledger, role, task_key);
+    };
+  }
   auto factory = agents::make_agent_factory(a.agent, agent_options, context);
 
   int max_steps = a.max_steps > 0 ? a.max_steps
@@ -193,6 +207,7 @@ void run_benchmark(const RunArgs& a) {
                  {"embedder", embedder->name()},
                  {"search_index", index->fingerprint()},
                  {"recommender", to_hex(hash_file(ckpt))}};
+  if (auto llm_config = Json::parse(models.config_json); !llm_config.empty()) config["llm"] = llm_config;
   runner::RunManifest manifest;
   manifest.config_json = config.dump();
   manifest.seed = a.seed;
@@ -208,14 +223,39 @@ void run_benchmark(const RunArgs& a) {
   runner::UserMaker make_user;
   if (user_sim == "scripted")
     make_user = [&ds, seed](const data::Task& t) { return std::make_unique<sim::ScriptedUser>(ds, t, seed); };
+  if (user_sim == "llm") {
+    llm::ChatModel& user_model = *models.user_model;
+    std::string name = models.user_model_name;
+    make_user = [&ds, &user_model, &ledger, name](const data::Task& t) -> std::unique_ptr<env::UserChannel> {
+      auto metered = std::make_unique<llm::MeteredChatModel>(user_model, ledger, llm::Role::kUser, runner::task_key(t));
+      return std::make_unique<sim::LlmUser>(ds, t, std::move(metered), name);
+    };
+  }
   runner::AgentMaker make_agent = [&factory](const data::Task& t) { return factory->make(t); };
+
+  // Spending of an earlier session of this run counts toward the budget.
+  if (a.resume)
+    for (const auto& r : runner::read_records(a.out))
+      if (!r.usage_json.empty()) {
+        auto u = Json::parse(r.usage_json, nullptr, false);
+        for (auto role : {llm::Role::kAgent, llm::Role::kUser, llm::Role::kOther})
+          if (u.is_object() && u.contains(std::string(llm::to_string(role))))
+            ledger.add_prior(role, llm::Usage::from_json(u[std::string(llm::to_string(role))].dump()));
+      }
+  const bool uses_llm = models.agent_model || models.user_model;
+  std::atomic<bool> over_budget{false};
 
   ProgressPrinter printer(!a.quiet);
   runner::RunOptions options;
   options.episode = {track, max_steps};
   options.concurrency = a.concurrency;
   options.cancel = &g_interrupted;
-  options.on_progress = [&printer](const runner::RunProgress& p) { printer(p); };
+  options.on_progress = [&](const runner::RunProgress& p) {
+    if (ledger.budget_reached() && !over_budget.exchange(true)) g_interrupted = true;
+    printer(p, uses_llm ? ledger.run_total().cost_text() : std::string());
+  };
+  if (uses_llm)
+    options.on_record = [&ledger](runner::TaskRecord& r) { r.usage_json = ledger.to_json(r.task_key); };
   if (!a.quiet)
     std::cerr << fmt::format("pwab: {} {} tasks of {} ({}-turn, agent {}, user {}); setup {:.1f} s\n", tasks.size(),
                              a.split, a.data, a.track, factory->name(), user_sim, setup.seconds());
@@ -237,6 +277,11 @@ void run_benchmark(const RunArgs& a) {
     std::cerr << fmt::format("pwab: ran {} tasks in {:.1f} s ({:.1f} tasks/s), {} errored, {} already done; {}\n",
                              p.finished, p.seconds, p.seconds > 0 ? static_cast<double>(p.finished) / p.seconds : 0.0,
                              p.errored, p.skipped, (std::filesystem::path(a.out) / runner::kResultsFile).string());
+  if (uses_llm && !a.quiet)
+    std::cerr << fmt::format("pwab: model usage this session: {}\n", ledger.to_json());
+  if (report.cancelled && over_budget)
+    throw Error(fmt::format("budget of ${:.2f} reached after {} of {} tasks ({}); raise --budget-usd and add --resume",
+                            *a.llm.budget_usd, p.finished, p.total, ledger.run_total().cost_text()));
   if (report.cancelled)
     throw Error(fmt::format("interrupted after {} of {} tasks; continue with the same command plus --resume",
                             p.finished, p.total));
@@ -269,12 +314,14 @@ void add_run_commands(CLI::App& app) {
   run->add_option("--tasks", a->tasks, "Task positions A:B within the split (B exclusive)")->capture_default_str();
   run->add_option("--shard", a->shard, "Run shard K of N (tasks with position % N == K)")->capture_default_str();
   run->add_flag("--resume", a->resume, "Continue RUN_DIR: skip finished tasks, retry errored ones");
-  run->add_option("--embedder", a->embedder, "Text embedder: fasttext (trained on DATA, cached) or hashing")
+  run->add_option("--embedder", a->embedder,
+                  "Text embedder: fasttext (trained on DATA, cached), minilm:MODEL_DIR, openai:MODEL or hashing")
       ->capture_default_str();
   run->add_option("--checkpoint", a->checkpoint, "SASRec checkpoint (default: DATA/.pwab-rec/sasrec.pwab)");
   run->add_option("--index-dir", a->index_dir, "Search index root (default: DATA/.pwab-index)");
   run->add_option("--top-k", a->top_k, "Results per search/recommendation call")->capture_default_str()->check(CLI::Range(1, 1000));
   run->add_flag("--quiet", a->quiet, "No progress or status lines on stderr");
+  add_llm_flags(*run, a->llm);
   run->callback([a] { run_benchmark(*a); });
 
   struct ScoreArgs {

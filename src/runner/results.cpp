@@ -272,6 +272,10 @@ std::string TaskRecord::to_json_line() const {
             {"seconds_env", seconds_env},
             {"seconds_agent", seconds_agent},
             {"error", error}};
+  if (!usage_json.empty()) {
+    json u = json::parse(usage_json, nullptr, false);
+    if (!u.is_discarded()) j["usage"] = std::move(u);
+  }
   return dump_line(j);
 }
 
@@ -314,6 +318,10 @@ TaskRecord TaskRecord::from_json(std::string_view line) {
   r.seconds_env = get_number(j, "seconds_env", what);
   r.seconds_agent = get_number(j, "seconds_agent", what);
   r.error = get_string(j, "error", what);
+  if (auto u = j.find("usage"); u != j.end() && !u->is_null()) {
+    if (!u->is_object()) throw DataError(what + ": usage is not an object");
+    r.usage_json = u->dump();
+  }
   return r;
 }
 

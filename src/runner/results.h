@@ -66,6 +66,9 @@ struct TaskRecord {
   //! Non-empty: the task failed for an infrastructure reason (not the agent's fault). Such a record is not
   //! done: resume runs the task again and the later record supersedes this one.
   std::string error;
+  //! Model usage and cost of the task per role as a JSON object text (llm::Ledger::to_json(task)), "" when the
+  //! run used no LLM. Written as the record's "usage" object.
+  std::string usage_json;
 
   //! The record as one JSON object on one line (no '\n' inside, none at the end). Invalid UTF-8 in strings is
   //! replaced by U+FFFD rather than failing.

@@ -107,7 +107,8 @@ RunReport run_tasks(const env::Environment& env, const std::vector<const data::T
   std::atomic<bool> stopped{false};
   Stopwatch clock;
 
-  auto finish = [&](const TaskRecord& record) {
+  auto finish = [&](TaskRecord& record) {
+    if (options.on_record) options.on_record(record);
     dir.append(record);
     std::lock_guard lock(mu);
     ++progress.finished;

@@ -67,6 +67,9 @@ struct RunOptions {
   const std::atomic<bool>* cancel = nullptr;
   //! Called after every finished task and once at the end, from one thread at a time. May be empty.
   std::function<void(const RunProgress&)> on_progress;
+  //! Called on each record just before it is appended (e.g. to attach the task's LLM usage); from worker
+  //! threads, concurrently. May be empty.
+  std::function<void(TaskRecord&)> on_record;
 };
 
 struct RunReport {

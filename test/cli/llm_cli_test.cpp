@@ -1,0 +1,197 @@
+// `pwab run` with LLMs, end to end: the real binary talks to a real OpenAI-compatible server on loopback.
+// The fc agent in both tracks, the LLM user simulator, per-task usage in the records, the key never written,
+// record then replay with the server gone, a replay miss, the budget stop and resume, and infrastructure
+// errors re-run by --resume.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <nlohmann/json.hpp>
+
+#include "support/openai_test_server.h"
+#include "support/test_support.h"
+
+namespace {
+
+using pwab::test::OpenAITestServer;
+using pwab::test::ReceivedRequest;
+using pwab::test::ScriptedReply;
+using pwab::test::TempDir;
+using Json = nlohmann::json;
+
+constexpr const char* kKey = "sk-pwab-test-SECRET-123";
+
+int run_binary(const std::string& args, std::string* errors = nullptr) {
+  TempDir out_dir;
+  std::string cmd = "PWAB_TEST_KEY=" + std::string(kKey) + " " + PWAB_BINARY + " " + args + " > " +
+                    (out_dir / "out").string() + " 2> " + (out_dir / "err").string();
+  int status = std::system(cmd.c_str());
+  if (errors) *errors = pwab::test::read_text(out_dir / "err");
+  return WEXITSTATUS(status);
+}
+
+bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+//! The agent: in multi-turn asks once, then searches with the instruction's first words, then stops; in
+//! single-turn searches at once. The user simulator: a fixed hint. Decided from the request alone.
+ScriptedReply answer(const ReceivedRequest& r) {
+  Json body = Json::parse(r.body);
+  if (!body.contains("tools")) return ScriptedReply::text("I would like something from a well known brand.", 40, 12);
+  int assistant_turns = 0;
+  bool multi = false;
+  for (const auto& m : body["messages"]) {
+    if (m["role"] == "assistant") ++assistant_turns;
+    if (m["role"] == "system" && has(m["content"].get<std::string>(), "finish the task")) multi = true;
+  }
+  if (multi && assistant_turns == 0) return ScriptedReply::text("Which brand do you prefer?", 100, 8);
+  if (assistant_turns >= (multi ? 2 : 1)) return ScriptedReply::tool_call("stop", "{}", "call_9", 120, 3);
+  return ScriptedReply::tool_call("search_product_by_query", R"({"query": "wireless headphones"})", "call_1", 110, 9);
+}
+
+std::vector<Json> records_of(const std::string& dir) {
+  std::vector<Json> out;
+  std::string text = pwab::test::read_text(std::filesystem::path(dir) / "results.jsonl");
+  std::size_t pos = 0;
+  while (pos < text.size()) {
+    std::size_t nl = text.find('\n', pos);
+    out.push_back(Json::parse(text.substr(pos, nl - pos)));
+    pos = nl + 1;
+  }
+  return out;
+}
+
+class LlmCli : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new TempDir;
+    data_ = (*dir_ / "mini").string();
+    ASSERT_EQ(run_binary("data synth --out " + data_ + " --scale mini --seed 5"), 0);
+    ASSERT_EQ(run_binary("rec train " + data_ + " --epochs 2 --eval-every 0"), 0);
+  }
+  static void TearDownTestSuite() { delete dir_; }
+  static std::string out(const std::string& name) { return (*dir_ / name).string(); }
+  //! `pwab run` with the fc agent on the server, the hashing embedder (fast) and the key in PWAB_TEST_KEY.
+  std::string fc_run(const std::string& extra) const {
+    return "run --quiet --data " + data_ + " --agent fc --model test-model --embedder hashing --base-url " +
+           server_.base_url() + " --api-key-env PWAB_TEST_KEY --llm-retries 2 --llm-retry-delay 0.01 " + extra;
+  }
+
+  OpenAITestServer server_;
+  static TempDir* dir_;
+  static std::string data_;
+};
+TempDir* LlmCli::dir_ = nullptr;
+std::string LlmCli::data_;
+
+TEST_F(LlmCli, SingleTurnFcRecordsUsageAndNeverWritesTheKey) {
+  server_.set_chat_handler(answer);
+  std::string err;
+  ASSERT_EQ(run_binary(fc_run("--tasks 0:6 --llm-seed 3 --out " + out("st")), &err), 0) << err;
+  auto records = records_of(out("st"));
+  ASSERT_EQ(records.size(), 6u);
+  for (const auto& r : records) {
+    EXPECT_EQ(r["steps"], 1);
+    EXPECT_EQ(r["usage"]["agent"]["calls"], 1);
+    EXPECT_EQ(r["usage"]["agent"]["prompt_tokens"], 110);
+    EXPECT_TRUE(r["usage"]["agent"]["cost_usd"].is_null()) << "test-model has no price: unpriced, never $0";
+  }
+  ASSERT_EQ(server_.n_requests(), 6u);
+  auto first = server_.requests()[0];
+  EXPECT_EQ(first.header("authorization"), std::string("Bearer ") + kKey);
+  Json body = Json::parse(first.body);
+  EXPECT_EQ(body["model"], "test-model");
+  EXPECT_EQ(body["temperature"], 0.0);
+  EXPECT_EQ(body["seed"], 3);
+  EXPECT_EQ(body["tool_choice"], "auto");
+  auto manifest = pwab::test::read_text(std::filesystem::path(out("st")) / "manifest.json");
+  EXPECT_EQ(Json::parse(manifest)["config"]["llm"]["model"], "test-model");
+  for (const char* f : {"manifest.json", "results.jsonl", "summary.json"})
+    EXPECT_FALSE(has(pwab::test::read_text(std::filesystem::path(out("st")) / f), kKey)) << f;
+}
+
+TEST_F(LlmCli, MultiTurnWithTheLlmUserSimulator) {
+  server_.set_chat_handler(answer);
+  std::string err;
+  ASSERT_EQ(run_binary(fc_run("--track multi --user-sim llm --user-model user-model --tasks 0:4 --out " + out("mt")),
+                       &err),
+            0)
+      << err;
+  auto records = records_of(out("mt"));
+  ASSERT_EQ(records.size(), 4u);
+  for (const auto& r : records) {
+    EXPECT_EQ(r["steps"], 3);  // ask, search, stop
+    EXPECT_EQ(r["ending"], "stop");
+    EXPECT_EQ(r["usage"]["user"]["calls"], 1);
+    EXPECT_EQ(r["usage"]["agent"]["calls"], 3);
+    EXPECT_TRUE(has(r.dump(), "well known brand")) << "the simulator's reply reached the agent";
+  }
+  int user_requests = 0;
+  for (const auto& req : server_.requests()) {
+    Json body = Json::parse(req.body);
+    if (body["model"] != "user-model") continue;
+    ++user_requests;
+    EXPECT_EQ(body["temperature"], 1.0);
+    EXPECT_EQ(body["max_tokens"], 150);
+    EXPECT_FALSE(body.contains("tools"));
+  }
+  EXPECT_EQ(user_requests, 4);
+}
+
+TEST_F(LlmCli, RecordThenReplayWithTheServerGone) {
+  server_.set_chat_handler(answer);
+  std::string err, a, b;
+  ASSERT_EQ(run_binary(fc_run("--tasks 0:5 --llm-cache " + out("cache") + " --out " + out("rec")), &err), 0) << err;
+  std::size_t sent = server_.n_requests();
+  EXPECT_EQ(sent, 5u);
+  server_.stop();
+  ASSERT_EQ(run_binary(fc_run("--tasks 0:5 --llm-cache " + out("cache") + " --replay --out " + out("rep")), &err), 0)
+      << err;
+  EXPECT_EQ(pwab::test::read_text(std::filesystem::path(out("rec")) / "summary.json"),
+            pwab::test::read_text(std::filesystem::path(out("rep")) / "summary.json"));
+  for (const auto& r : records_of(out("rep"))) {
+    EXPECT_EQ(r["usage"]["agent"]["calls"], 0);
+    EXPECT_EQ(r["usage"]["agent"]["cached_calls"], 1);
+  }
+  // A request the cache never saw stops the replay loudly.
+  EXPECT_EQ(run_binary(fc_run("--tasks 5:7 --llm-cache " + out("cache") + " --replay --out " + out("miss")), &err), 1);
+  EXPECT_TRUE(has(err, "replay") || has(err, "cache")) << err;
+  EXPECT_FALSE(has(pwab::test::read_text(std::filesystem::path(out("cache")) / "llm-cache.sqlite3"), kKey));
+}
+
+TEST_F(LlmCli, BudgetStopsCleanlyAndResumeFinishes) {
+  server_.set_chat_handler(answer);
+  pwab::test::write_text(*dir_ / "prices.json",
+                         R"({"unit": "usd_per_1m_tokens", "models": {"test-model": {"prompt": 1000, "completion": 1000}}})");
+  std::string err;
+  // Each task costs 119 tokens × $0.001 = $0.119: a $0.25 budget is reached after 3 tasks (one worker).
+  const std::string base = fc_run("--tasks 0:8 --concurrency 1 --prices " + (*dir_ / "prices.json").string() +
+                                  " --out " + out("budget"));
+  EXPECT_EQ(run_binary(base + " --budget-usd 0.25", &err), 1);
+  EXPECT_TRUE(has(err, "budget")) << err;
+  std::size_t first = records_of(out("budget")).size();
+  EXPECT_GE(first, 3u);
+  EXPECT_LT(first, 8u);
+  ASSERT_EQ(run_binary(base + " --budget-usd 5 --resume", &err), 0) << err;
+  auto records = records_of(out("budget"));
+  EXPECT_EQ(records.size(), 8u);
+  EXPECT_NEAR(records.back()["usage"]["agent"]["cost_usd"].get<double>(), 0.119, 1e-9);
+}
+
+TEST_F(LlmCli, InfrastructureErrorsAreRerunOnResume) {
+  server_.set_chat_handler([](const ReceivedRequest&) { return ScriptedReply::error(500, "the model is down"); });
+  std::string err;
+  const std::string base = fc_run("--tasks 0:3 --llm-timeout 5 --out " + out("down"));
+  EXPECT_EQ(run_binary(base, &err), 1);
+  EXPECT_TRUE(has(err, "3 tasks errored")) << err;
+  for (const auto& r : records_of(out("down"))) EXPECT_TRUE(has(r["error"].get<std::string>(), "500")) << r.dump();
+  server_.set_chat_handler(answer);
+  ASSERT_EQ(run_binary(base + " --resume", &err), 0) << err;
+  std::string score;
+  TempDir tmp;
+  ASSERT_EQ(std::system((std::string(PWAB_BINARY) + " score " + out("down") + " --format json > " +
+                         (tmp / "s").string())
+                            .c_str()),
+            0);
+  EXPECT_EQ(Json::parse(pwab::test::read_text(tmp / "s"))["groups"]["overall"]["n_tasks"], 3);
+}
+
+}  // namespace
