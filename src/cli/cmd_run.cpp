@@ -84,10 +84,15 @@ metrics::Track track_of(const runner::RunManifest& m) {
   return metrics::Track::kMultiTurn;
 }
 
-std::string render(const metrics::Summary& s, const std::string& title, metrics::Track track,
-                   const std::string& format) {
-  if (format == "table") return metrics::format_table(s, title, track);
-  if (format == "md") return metrics::format_markdown(s, title, track);
+//! Review R. Acc is a cosine of embeddings, comparable only across runs with the same embedder: say which.
+std::string embedder_note(const Json& config) {
+  return "Review similarity: " + config.value("embedder", std::string("unknown")) + " embedder.\n";
+}
+
+std::string render(const metrics::Summary& s, const Json& config, metrics::Track track, const std::string& format) {
+  std::string title = run_title(config);
+  if (format == "table") return metrics::format_table(s, title, track) + embedder_note(config);
+  if (format == "md") return metrics::format_markdown(s, title, track) + "\n" + embedder_note(config);
   if (format == "csv") return metrics::format_csv(s);
   if (format == "json") return metrics::format_json(s);
   throw UsageError("--format must be table, md, csv or json, got '" + format + "'");
@@ -110,7 +115,7 @@ metrics::Summary write_summaries(const std::filesystem::path& dir, const metrics
   auto config = Json::parse(manifest.config_json);
   auto summary = metrics::summarize(outcomes_of(dir), bootstrap);
   auto track = track_of(manifest);
-  write_file_atomic(dir / "summary.md", metrics::format_markdown(summary, run_title(config), track));
+  write_file_atomic(dir / "summary.md", render(summary, config, track, "md"));
   write_file_atomic(dir / "summary.csv", metrics::format_csv(summary));
   write_file_atomic(dir / "summary.json", metrics::format_json(summary));
   return summary;
@@ -286,7 +291,7 @@ void run_benchmark(const RunArgs& a) {
     throw Error(fmt::format("interrupted after {} of {} tasks; continue with the same command plus --resume",
                             p.finished, p.total));
   auto summary = write_summaries(a.out, {});
-  std::cout << metrics::format_table(summary, run_title(config), metrics_track(track));
+  std::cout << render(summary, config, metrics_track(track), "table");
   if (p.errored)
     throw Error(fmt::format("{} tasks errored (see `error` in results.jsonl); rerun with --resume to retry them",
                             p.errored));
@@ -343,7 +348,7 @@ void add_run_commands(CLI::App& app) {
     auto outcomes = outcomes_of(s->dir, &errored);
     auto summary = metrics::summarize(outcomes, {s->resamples, s->confidence, s->seed});
     auto config = Json::parse(manifest.config_json);
-    std::cout << render(summary, run_title(config), track_of(manifest), s->format);
+    std::cout << render(summary, config, track_of(manifest), s->format);
     if (errored)
       std::cerr << fmt::format("pwab: {} errored tasks are not scored; `pwab run ... --resume` retries them\n", errored);
   });
@@ -383,7 +388,7 @@ void add_run_commands(CLI::App& app) {
     runner::merge_runs(dirs, m->out);
     auto summary = write_summaries(m->out, {});
     auto manifest = runner::read_manifest(m->out);
-    std::cout << metrics::format_table(summary, run_title(Json::parse(manifest.config_json)), track_of(manifest));
+    std::cout << render(summary, Json::parse(manifest.config_json), track_of(manifest), "table");
   });
 
   auto* list = app.add_subcommand("agents", "List the agents and the paper row each reproduces");

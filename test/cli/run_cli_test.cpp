@@ -48,6 +48,7 @@ TEST_F(RunCli, SingleTurnRunScoresAndRescores) {
       << err;
   EXPECT_TRUE(has(table, "Search")) << table;
   EXPECT_TRUE(has(table, "heuristic")) << table;
+  EXPECT_TRUE(has(table, "Review similarity: fasttext")) << table;  // which embedder scored the reviews
   EXPECT_FALSE(has(table, "Avg. Steps")) << table;  // single-turn tables have no steps column
   EXPECT_TRUE(has(err, "ran ")) << err;
   for (const char* f : {"manifest.json", "results.jsonl", "summary.md", "summary.csv", "summary.json"})
