@@ -11,8 +11,10 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "core/sys.h"
 #include "core/hash.h"
 #include "embed/fasttext_embedder.h"
+#include "embed/fasttext_train.h"
 #include "env/tools.h"
 
 namespace fs = std::filesystem;
@@ -59,12 +61,6 @@ std::string cache_key(const std::vector<std::pair<std::string, std::string>>& ex
   return h.hex();
 }
 
-fs::path temp_beside(const fs::path& target, std::string_view what) {
-  static std::atomic<uint64_t> counter{0};
-  return target.parent_path() / (target.filename().string() + "." + std::string(what) + "-" +
-                                  std::to_string(::getpid()) + "-" + std::to_string(counter.fetch_add(1)));
-}
-
 }  // namespace
 
 struct FunctionClassifier::Impl {
@@ -109,7 +105,7 @@ std::unique_ptr<FunctionClassifier> FunctionClassifier::train(
   if (o.dim < 1 || o.epochs < 1 || o.word_ngrams < 1 || o.buckets < 0 || o.learning_rate <= 0)
     throw UsageError("function classifier: invalid training options");
   if (!out.parent_path().empty()) fs::create_directories(out.parent_path());
-  fs::path input = temp_beside(out, "train");
+  fs::path input = temp_path_beside(out, "train");
   {
     std::ofstream f(input, std::ios::binary);
     for (const auto& [text, label] : examples) {
@@ -134,18 +130,7 @@ std::unique_ptr<FunctionClassifier> FunctionClassifier::train(
   args.thread = 1;
   args.seed = o.seed;
   args.verbose = 0;
-  fs::path tmp = temp_beside(out, "model");
-  try {
-    fasttext::FastText ft;
-    ft.train(args);
-    ft.saveModel(tmp.string());
-  } catch (const std::exception& e) {
-    fs::remove(input);
-    fs::remove(tmp);
-    throw Error(std::string("function classifier training failed: ") + e.what());
-  }
-  fs::remove(input);
-  fs::rename(tmp, out);
+  embed::train_fasttext_model(args, input, out, "function classifier");
   return load(out);
 }
 

@@ -1,5 +1,9 @@
 #include "core/sys.h"
 
+#include <unistd.h>
+
+#include <atomic>
+#include <ctime>
 #include <fstream>
 #include <sstream>
 #include <thread>
@@ -50,6 +54,21 @@ void write_file_atomic(const std::filesystem::path& path, std::string_view conte
 unsigned hardware_threads() {
   unsigned n = std::thread::hardware_concurrency();
   return n == 0 ? 1 : n;
+}
+
+std::filesystem::path temp_path_beside(const std::filesystem::path& target, std::string_view what) {
+  static std::atomic<uint64_t> counter{0};
+  return target.parent_path() / (target.filename().string() + "." + std::string(what) + "-" +
+                                  std::to_string(::getpid()) + "-" + std::to_string(counter.fetch_add(1)));
+}
+
+std::string utc_now_iso() {
+  std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
 }
 
 }  // namespace pwab

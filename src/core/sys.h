@@ -29,5 +29,10 @@ std::string read_file(const std::filesystem::path& path);
 void write_file_atomic(const std::filesystem::path& path, std::string_view content);
 //! Number of hardware threads, at least 1.
 unsigned hardware_threads();
+//! A path beside `target` ("<name>.<what>-<pid>-<n>") that no other process or thread uses: where to write a
+//! file before renaming it into place.
+std::filesystem::path temp_path_beside(const std::filesystem::path& target, std::string_view what);
+//! The current time as ISO 8601 UTC, e.g. "2026-11-22T04:05:06Z".
+std::string utc_now_iso();
 
 }  // namespace pwab

@@ -1,5 +1,6 @@
 // src/embed/fasttext_embedder.cpp: skipgram training on a dataset's text, the model cache, and sentence vectors.
 #include "embed/fasttext_embedder.h"
+#include "embed/fasttext_train.h"
 
 #include <fasttext/args.h>
 #include <fasttext/fasttext.h>
@@ -14,6 +15,7 @@
 #include <unordered_set>
 
 #include "core/error.h"
+#include "core/sys.h"
 #include "core/hash.h"
 #include "data/dataset.h"
 
@@ -31,14 +33,6 @@ void normalize_l2(std::vector<float>& v) {
   if (norm <= 0) return;
   auto inv = static_cast<float>(1.0 / std::sqrt(norm));
   for (float& x : v) x *= inv;
-}
-
-//! A path beside `target` that no other process or thread uses.
-fs::path temp_beside(const fs::path& target, std::string_view what) {
-  static std::atomic<uint64_t> counter{0};
-  return target.parent_path() /
-         (target.filename().string() + "." + std::string(what) + "-" + std::to_string(::getpid()) + "-" +
-          std::to_string(counter.fetch_add(1)));
 }
 
 void validate(const FastTextTrainOptions& o) {
@@ -185,7 +179,7 @@ void train_fasttext_embedder(const std::vector<std::string>& corpus, const FastT
   validate(options);
   if (!out.parent_path().empty()) fs::create_directories(out.parent_path());
   // fastText trains from a file: the normalized corpus, one text per line, up to the word budget.
-  fs::path input = temp_beside(out, "corpus");
+  fs::path input = temp_path_beside(out, "corpus");
   std::size_t n_words = 0;
   {
     std::ofstream f(input, std::ios::binary);
@@ -218,7 +212,12 @@ void train_fasttext_embedder(const std::vector<std::string>& corpus, const FastT
   args.thread = options.threads;
   args.seed = options.seed;
   args.verbose = 0;
-  fs::path tmp = temp_beside(out, "model");
+  train_fasttext_model(args, input, out, "fastText embedder");
+}
+
+void train_fasttext_model(fasttext::Args args, const fs::path& input, const fs::path& out, std::string_view what) {
+  args.input = input.string();
+  fs::path tmp = temp_path_beside(out, "model");
   try {
     fasttext::FastText ft;
     ft.train(args);
@@ -226,7 +225,7 @@ void train_fasttext_embedder(const std::vector<std::string>& corpus, const FastT
   } catch (const std::exception& e) {
     fs::remove(input);
     fs::remove(tmp);
-    throw Error(std::string("fastText embedder training failed: ") + e.what());
+    throw Error(std::string(what) + " training failed: " + e.what());
   }
   fs::remove(input);
   fs::rename(tmp, out);

@@ -7,6 +7,7 @@
 #include <mutex>
 
 #include "core/hash.h"
+#include "core/sys.h"
 #include "llm/wire.h"
 
 namespace pwab::llm {
@@ -34,15 +35,6 @@ CREATE TABLE IF NOT EXISTS embedding(
   prompt_tokens INTEGER NOT NULL,
   created_utc TEXT NOT NULL);
 )sql";
-
-std::string utc_now() {
-  std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
 
 std::string excerpt(std::string_view s, std::size_t n) {
   std::string out(s.substr(0, n));
@@ -202,7 +194,7 @@ void ResponseCache::put_chat(const std::string& key, std::string_view model, std
   bind_text(st, 4, response_json);
   sqlite3_bind_int64(st, 5, prompt_tokens);
   sqlite3_bind_int64(st, 6, completion_tokens);
-  bind_text(st, 7, utc_now());
+  bind_text(st, 7, utc_now_iso());
   s.step_write(st, "storing a chat response");
 }
 
@@ -239,7 +231,7 @@ void ResponseCache::put_embedding(const std::string& key, std::string_view model
   bind_text(st, 3, canonical_request);
   sqlite3_bind_blob(st, 4, vector.data(), static_cast<int>(vector.size() * sizeof(float)), SQLITE_TRANSIENT);
   sqlite3_bind_int64(st, 5, prompt_tokens);
-  bind_text(st, 6, utc_now());
+  bind_text(st, 6, utc_now_iso());
   s.step_write(st, "storing an embedding");
 }
 

@@ -26,15 +26,6 @@ namespace {
 
 std::string dump_line(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
 
-std::string utc_now() {
-  std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
-
 // --- checked field access; every failure is a DataError naming the field ---------------------------------
 
 const json& field(const json& obj, const char* name, std::string_view what) {
@@ -395,7 +386,7 @@ RunDirectory RunDirectory::open(const fs::path& dir, const RunManifest& manifest
       throw UsageError("cannot resume " + dir.string() + ": it has results but no " + kManifestFile);
     st->manifest = manifest;
     st->manifest.config_json = parse_config(manifest.config_json, "run manifest").dump();
-    if (st->manifest.created_utc.empty()) st->manifest.created_utc = utc_now();
+    if (st->manifest.created_utc.empty()) st->manifest.created_utc = utc_now_iso();
     fs::create_directories(dir);
     write_manifest(dir, st->manifest);
   }
@@ -482,7 +473,7 @@ void merge_runs(const std::vector<fs::path>& shard_dirs, const fs::path& out) {
   RunManifest merged = first;
   merged.shard_index = 0;
   merged.shard_count = 1;
-  merged.created_utc = utc_now();
+  merged.created_utc = utc_now_iso();
   fs::create_directories(out);
   write_file_atomic(out / kResultsFile, text);
   write_manifest(out, merged);
