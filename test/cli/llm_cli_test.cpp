@@ -195,3 +195,35 @@ TEST_F(LlmCli, InfrastructureErrorsAreRerunOnResume) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST_F(LlmCli, EmbedderChoicesAreRecordedAndNamedUnderTheTable) {
+  std::string err;
+  // all-MiniLM-L6-v2's format, with the tiny random BERT of the embed tests.
+  std::string minilm = pwab::test::fixture("minilm").string();
+  ASSERT_EQ(run_binary("run --quiet --data " + data_ + " --tasks 0:4 --embedder minilm:" + minilm + " --out " +
+                           out("emb-minilm"),
+                       &err),
+            0)
+      << err;
+  auto config = Json::parse(pwab::test::read_text(std::filesystem::path(out("emb-minilm")) / "manifest.json"))["config"];
+  EXPECT_EQ(config["embedder"].get<std::string>().rfind("minilm:", 0), 0u) << config.dump();
+  EXPECT_TRUE(has(pwab::test::read_text(std::filesystem::path(out("emb-minilm")) / "summary.md"), "minilm:"));
+
+  // The /v1/embeddings backend on the loopback server (its default handler answers every text).
+  ASSERT_EQ(run_binary("run --quiet --data " + data_ + " --tasks 0:4 --embedder openai:emb-model --base-url " +
+                           server_.base_url() + " --api-key-env PWAB_TEST_KEY --out " + out("emb-openai"),
+                       &err),
+            0)
+      << err;
+  config = Json::parse(pwab::test::read_text(std::filesystem::path(out("emb-openai")) / "manifest.json"))["config"];
+  EXPECT_EQ(config["embedder"], "openai:emb-model");
+  bool embedded = false;
+  for (const auto& r : server_.requests()) embedded |= r.path == "/v1/embeddings";
+  EXPECT_TRUE(embedded);
+  EXPECT_EQ(run_binary("run --quiet --data " + data_ + " --embedder word2vec --out " + out("emb-bad"), &err), 2);
+  EXPECT_TRUE(has(err, "--embedder")) << err;
+}
+
+}  // namespace
