@@ -40,10 +40,12 @@ struct AgentContext {
   //! The run's embedder (relevant-memory retrieval; the environment uses the same one for review rewards).
   const embed::Embedder* embedder = nullptr;
   //! Where an agent caches what it trains from the dataset (e.g. DATA/.pwab-agents); created on demand.
-  std::filesystem::path cache_dir;
+  std::filesystem::path cache_dir{};
   uint64_t seed = 0;
   //! The agent's LLM (empty `open` for offline runs: an LLM agent's factory then throws UsageError).
   LlmAccess llm{};
+  //! The run directory (`pwab run --out`), where agents with state across tasks keep it; empty outside a run.
+  std::filesystem::path run_dir{};
   //! The run's step cap (runner::EpisodeOptions::max_steps), so a multi-turn agent can plan to finish within it.
   int max_steps = 10;
 };
@@ -66,6 +68,9 @@ class AgentFactory {
   virtual std::string config_json() const = 0;
   //! ReAct-style agents get the single-turn loop bound 3 instead of 10 (runner::loop_bound).
   virtual bool react_style() const { return false; }
+  //! Called once before the run with the tasks this invocation will run, in the order they are handed out
+  //! (agents with per-user state, like InteRecAgent, plan their ordering from it). Default: nothing.
+  virtual void prepare(const std::vector<const data::Task*>& tasks) { (void)tasks; }
   //! A fresh agent for one episode. Thread-safe.
   virtual std::unique_ptr<runner::Agent> make(const data::Task& task) const = 0;
 };

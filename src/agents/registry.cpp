@@ -4,6 +4,9 @@
 #include "agents/agent.h"
 #include "agents/fc_agent.h"
 #include "agents/heuristic_agent.h"
+#include "agents/interec_agent.h"
+#include "agents/react_agent.h"
+#include "agents/recmind_agent.h"
 #include "core/error.h"
 
 namespace pwab::agents {
@@ -34,6 +37,43 @@ const std::vector<Entry>& registry() {
          FcOptions f = parse_fc_options(o);
          if (!o.extra.count("max_steps")) f.max_steps = c.max_steps;  // the run's cap unless overridden
          return std::make_unique<FcAgentFactory>(std::move(f), c);
+       }},
+      {{"react",
+        "ReAct (needs --model): Thought / Action / Arguments text replies, the tools listed in the prompt, respond "
+        "to talk to the user; 3 steps in single-turn; --memory none (default), random, last, relevant or taskspec",
+        "ReAct"},
+       [](const AgentOptions& o, const AgentContext& c) -> std::unique_ptr<AgentFactory> {
+         ReactOptions r = parse_react_options(o, /*reflection=*/false);
+         if (!o.extra.count("max_steps")) r.max_steps = c.max_steps;
+         return std::make_unique<ReactAgentFactory>(std::move(r), c);
+       }},
+      {{"reflection",
+        "ReAct plus a reflection on each user reply (an extra LLM call under role other, not a step); meant for "
+        "multi-turn (in single-turn it is the same as react); memory as react",
+        "Reflection (multi-turn)"},
+       [](const AgentOptions& o, const AgentContext& c) -> std::unique_ptr<AgentFactory> {
+         ReactOptions r = parse_react_options(o, /*reflection=*/true);
+         if (!o.extra.count("max_steps")) r.max_steps = c.max_steps;
+         return std::make_unique<ReactAgentFactory>(std::move(r), c);
+       }},
+      {{"recmind",
+        "RecMind (needs --model): function calling with all five tools, get_product_details_by_asin included, "
+        "its own prompts and the user's 10 most recent purchases and reviews as memory",
+        "RecMind"},
+       [](const AgentOptions& o, const AgentContext& c) -> std::unique_ptr<AgentFactory> {
+         RecMindOptions r = parse_recmind_options(o);
+         if (!o.extra.count("max_steps")) r.max_steps = c.max_steps;
+         return std::make_unique<RecMindAgentFactory>(r, c);
+       }},
+      {{"interecagent",
+        "InteRecAgent (needs --model): function calling with a like/dislike/expect profile per user, initialized "
+        "from the history (--agent-opt interec_init=llm|heuristic) and updated by the LLM after each task, in task "
+        "order per user (--agent-opt interec_memory=PATH saves and resumes it)",
+        "InteRecAgent"},
+       [](const AgentOptions& o, const AgentContext& c) -> std::unique_ptr<AgentFactory> {
+         InterecOptions r = parse_interec_options(o);
+         if (!o.extra.count("max_steps")) r.max_steps = c.max_steps;
+         return std::make_unique<InterecAgentFactory>(std::move(r), c);
        }},
   };
   return entries;

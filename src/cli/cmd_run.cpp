@@ -181,11 +181,13 @@ void run_benchmark(const RunArgs& a) {
   agent_options.memory = a.memory;
   agent_options.memory_length = a.memory_length;
   agent_options.extra = parse_agent_opts(a.agent_opts);
-  agents::AgentContext context{.ds = &ds,
-                               .embedder = embedder.get(),
-                               .cache_dir = std::filesystem::path(a.data) / ".pwab-agents",
-                               .seed = a.seed,
-                               .max_steps = a.max_steps > 0 ? a.max_steps : 10};
+  agents::AgentContext context;
+  context.ds = &ds;
+  context.embedder = embedder.get();
+  context.cache_dir = std::filesystem::path(a.data) / ".pwab-agents";
+  context.seed = a.seed;
+  context.run_dir = a.out;
+  context.max_steps = a.max_steps > 0 ? a.max_steps : 10;
   if (models.agent_model) {
     context.llm.model = models.agent_model_name;
     context.llm.temperature = a.llm.temperature.value_or(0.0);
@@ -250,6 +252,14 @@ void run_benchmark(const RunArgs& a) {
   const bool uses_llm = models.agent_model || models.user_model;
   std::atomic<bool> over_budget{false};
 
+  {
+    // The tasks this invocation runs, in hand-out order (what run_tasks will skip as done is left out).
+    auto done = dir.done();
+    std::vector<const data::Task*> todo;
+    for (const auto* t : tasks)
+      if (!done.count(runner::task_key(*t))) todo.push_back(t);
+    factory->prepare(todo);
+  }
   ProgressPrinter printer(!a.quiet);
   runner::RunOptions options;
   options.episode = {track, max_steps};

@@ -227,3 +227,28 @@ TEST_F(LlmCli, EmbedderChoicesAreRecordedAndNamedUnderTheTable) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST_F(LlmCli, EveryLlmAgentRunsBothTracksThroughTheCli) {
+  server_.set_chat_handler(answer);
+  std::string err;
+  for (const std::string agent : {"fc", "react", "reflection", "recmind", "interecagent"}) {
+    for (const std::string track : {"single", "multi"}) {
+      std::string dir = out("agent-" + agent + "-" + track);
+      std::string args = "run --quiet --data " + data_ + " --agent " + agent +
+                         " --model test-model --embedder hashing --base-url " + server_.base_url() +
+                         " --api-key-env PWAB_TEST_KEY --llm-retries 2 --llm-retry-delay 0.01 --tasks 0:3 --track " +
+                         track + (track == "multi" ? " --user-sim llm" : "") +
+                         (agent == "interecagent" ? " --agent-opt interec_init=heuristic" : "") + " --out " + dir;
+      ASSERT_EQ(run_binary(args, &err), 0) << agent << " " << track << ": " << err;
+      EXPECT_EQ(records_of(dir).size(), 3u) << agent << " " << track;
+    }
+  }
+  // InteRecAgent keeps its per-user memory in the run directory, with every task applied once.
+  auto memory = Json::parse(
+      pwab::test::read_text(std::filesystem::path(out("agent-interecagent-multi")) / "interec_memory.json"));
+  EXPECT_EQ(memory["applied"].size(), 3u) << memory.dump();
+}
+
+}  // namespace

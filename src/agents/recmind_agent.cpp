@@ -1,0 +1,232 @@
+// src/agents/recmind_agent.cpp: the shared function-calling conversation, RecMind's prompts, memory and factory.
+#include "agents/recmind_agent.h"
+
+#include <cstdlib>
+
+#include "agents/fc_agent.h"
+#include "agents/memory.h"
+#include "core/error.h"
+#include "core/json_writer.h"
+#include "env/tools.h"
+#include "runner/results.h"
+
+namespace pwab::agents {
+
+// ------------------------------------------------------------------------------------------------------------
+// ToolChatAgent
+// ------------------------------------------------------------------------------------------------------------
+
+namespace {
+
+std::string content_json(std::string_view text) {
+  std::string out;
+  JsonWriter(out).begin_object().key("content").value(text).end_object();
+  return out;
+}
+
+}  // namespace
+
+ToolChatAgent::ToolChatAgent(SystemMessage system_message, const LlmAccess& access, std::string tools_json,
+                             std::unique_ptr<llm::ChatModel> model)
+    : system_message_(std::move(system_message)),
+      access_(access),
+      tools_json_(std::move(tools_json)),
+      model_(std::move(model)) {}
+
+void ToolChatAgent::begin(const data::Task& task, const std::string& first_observation, runner::Track track) {
+  messages_ = {llm::Message::system(system_message_(task, track)), llm::Message::user(first_observation)};
+  pending_ = Pending::kNothing;
+}
+
+runner::AgentStep ToolChatAgent::next(const std::string& observation) {
+  if (pending_ == Pending::kToolResult) {
+    llm::Message m = llm::Message::tool(pending_call_id_, observation);
+    m.name = pending_call_name_;
+    messages_.push_back(std::move(m));
+  } else if (pending_ == Pending::kUserReply) {
+    messages_.push_back(llm::Message::user(observation));
+  }
+  pending_ = Pending::kNothing;
+
+  llm::ChatRequest req;
+  req.model = access_.model;
+  req.messages = messages_;
+  req.tools_json = tools_json_;
+  req.tool_choice = "auto";
+  req.temperature = access_.temperature.value_or(0.0);
+  req.max_tokens = access_.max_tokens;
+  req.seed = access_.seed;
+  llm::ChatResponse r = model_->chat(req);
+
+  runner::AgentStep step;
+  step.prompt_tokens = static_cast<int>(r.prompt_tokens);
+  step.completion_tokens = static_cast<int>(r.completion_tokens);
+  llm::Message reply = std::move(r.message);
+  reply.role = "assistant";
+  if (!reply.tool_calls.empty()) {
+    reply.tool_calls.resize(1);  // §4.1: only the first call is acted on and kept
+    const llm::ToolCall& call = reply.tool_calls[0];
+    step.action = {call.name, call.arguments_json};
+    pending_ = Pending::kToolResult;
+    pending_call_id_ = call.id;
+    pending_call_name_ = call.name;
+  } else {
+    step.action = {std::string(env::kRespond), content_json(reply.content)};
+    pending_ = Pending::kUserReply;
+  }
+  messages_.push_back(std::move(reply));
+  return step;
+}
+
+// ------------------------------------------------------------------------------------------------------------
+// Prompts (§4.4, our own words; tool names exact)
+// ------------------------------------------------------------------------------------------------------------
+
+namespace {
+
+//! The opening line, blank line and "Rules:\n" the fc prompts start with.
+std::string opening() {
+  std::string p = fc_system_prompt(runner::Track::kSingleTurn, 10);
+  return p.substr(0, p.find("Rules:\n") + 7);
+}
+
+constexpr std::string_view kRuleRequest = "- Every request tells you the user's user_id and what that user is asking for.\n";
+constexpr std::string_view kRulePickTool =
+    "- Pick the tool best suited to the request and call it to locate the product wanted or to produce the review "
+    "wanted.\n";
+constexpr std::string_view kRuleFullMemory =
+    "- You are given a memory of the user that lists all of their past purchases and reviews; let it guide your "
+    "tool calls.\n";
+
+}  // namespace
+
+std::string recmind_system_prompt(runner::Track track, int max_steps) {
+  std::string p = opening();
+  p += kRuleRequest;
+  p += kRulePickTool;
+  if (track == runner::Track::kSingleTurn) {
+    p += "- Requests vary, and so does the tool that serves them; the right tool called with well-chosen input gives "
+         "the best outcome.\n";
+    p += "- There is no dialogue with the user: derive the best tool call you can from the request as given.\n";
+    p += "- Before the final task call you may look up products from the user's history with "
+         "get_product_details_by_asin to learn more about them.\n";
+    p += "- A call to search_product_by_query, get_recommendations_by_history or add_product_review ends the task at "
+         "once.\n";
+    p += kRuleFullMemory;
+    return p;
+  }
+  p += "- The request decides which of search_product_by_query, get_recommendations_by_history or "
+       "add_product_review you need.\n";
+  p += "- The right tool called with well-chosen input gives the best outcome.\n";
+  p += "- You may talk with the user or call tools, but you have at most " + std::to_string(max_steps) +
+       " steps in total, and finishing in fewer is better.\n";
+  p += "- Solve the user's task accurately and efficiently; spend your effort on good tool calls rather than on "
+       "repeated replies to the user.\n";
+  p += "- Before a task tool (search_product_by_query, get_recommendations_by_history or add_product_review) you "
+       "may call get_product_details_by_asin to learn more about products from the user's history.\n";
+  p += "- When you are sure your inputs to the task tools cannot get any better, you may finish the task by calling "
+       "'stop'; finishing earlier scores better.\n";
+  p += "- Once the user says the results are good enough for them, call 'stop' and reply no more.\n";
+  p += "- Do not invent information that neither the user nor a tool gave you, and keep your own opinions and "
+       "suggestions to yourself.\n";
+  p += "- Each turn contains at most one tool call, and a turn is either a tool call or a message to the user, not "
+       "both.\n";
+  p += kRuleFullMemory;
+  return p;
+}
+
+std::string recmind_memory_item(const data::Product& p, const data::Review& r, std::size_t i) {
+  std::string out = "\nMEMORY " + std::to_string(i) + ":\nProduct:\n";
+  out += "- Title: " + p.title + "\n";
+  out += "- Parent Asin: " + p.parent_asin + "\n";
+  out += "- Main Category: " + p.main_category + "\n";
+  out += "Review:\n";
+  out += "- Rating: " + r.rating.str() + "\n";
+  out += "- Text: " + r.text + "\n";
+  out += "- Timestamp: " + std::to_string(r.timestamp) + "\n";
+  return out;
+}
+
+std::string_view recmind_memory_header() {
+  return "\nAll that you know about this user (every purchase and review they have made):\n\n";
+}
+
+std::string recmind_memory(const data::Dataset& ds, const data::Task& task, int k) {
+  std::string out(recmind_memory_header());
+  auto items = last_memory(ds.visible_history(task), k);
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    if (i) out += "\n";
+    out += recmind_memory_item(ds.product(items[i]->product), items[i]->review, i);
+  }
+  return out;
+}
+
+// ------------------------------------------------------------------------------------------------------------
+// Options and factory
+// ------------------------------------------------------------------------------------------------------------
+
+int parse_positive_option(std::string_view agent, std::string_view key, const std::string& value) {
+  char* end = nullptr;
+  long n = std::strtol(value.c_str(), &end, 10);
+  if (value.empty() || *end != '\0' || n < 1 || n > 1000000)
+    throw UsageError(std::string(agent) + " agent: " + std::string(key) + " takes an integer ≥ 1, not '" + value +
+                     "'");
+  return static_cast<int>(n);
+}
+
+RecMindOptions parse_recmind_options(const AgentOptions& options) {
+  RecMindOptions o;
+  if (!options.memory.empty() && options.memory != "recmind")
+    throw UsageError("recmind agent: its only memory is recmind, not '" + options.memory + "'");
+  if (options.memory_length < 1) throw UsageError("recmind agent: memory length must be at least 1");
+  o.memory_length = options.memory_length;
+  for (const auto& [key, value] : options.extra) {
+    if (key == "max_steps") o.max_steps = parse_positive_option("recmind", key, value);
+    else throw UsageError("recmind agent: unknown option '" + key + "' (available: max_steps)");
+  }
+  return o;
+}
+
+RecMindAgentFactory::RecMindAgentFactory(RecMindOptions options, const AgentContext& context)
+    : options_(options), context_(context), tools_json_(env::tools_json(/*include_product_details=*/true)) {
+  if (!context_.llm.open)
+    throw UsageError("the recmind agent needs --model (and an OpenAI-compatible endpoint), or --replay with a "
+                     "recorded --llm-cache");
+  if (!context_.ds) throw UsageError("recmind agent: no dataset");
+}
+
+std::string RecMindAgentFactory::config_json() const {
+  const LlmAccess& llm = context_.llm;
+  std::string out;
+  JsonWriter w(out);
+  w.begin_object();
+  w.key("agent").value("recmind");
+  w.key("model").value(llm.model);
+  w.key("temperature").value(llm.temperature.value_or(0.0));
+  w.key("max_tokens");
+  if (llm.max_tokens) w.value(*llm.max_tokens);
+  else w.null();
+  w.key("seed");
+  if (llm.seed) w.value(*llm.seed);
+  else w.null();
+  w.key("memory").value("recmind");
+  w.key("memory_length").value(options_.memory_length);
+  w.key("prompts").value(kRecMindPromptsVersion);
+  w.key("max_steps").value(options_.max_steps);
+  w.end_object();
+  return out;
+}
+
+std::string RecMindAgentFactory::system_message(const data::Task& task, runner::Track track) const {
+  return recmind_system_prompt(track, options_.max_steps) + recmind_memory(*context_.ds, task, options_.memory_length);
+}
+
+std::unique_ptr<runner::Agent> RecMindAgentFactory::make(const data::Task& task) const {
+  auto model = context_.llm.open(runner::task_key(task), llm::Role::kAgent);
+  if (!model) throw UsageError("recmind agent: the run's LLM access gave no model");
+  return std::make_unique<ToolChatAgent>(
+      [this](const data::Task& t, runner::Track track) { return system_message(t, track); }, context_.llm,
+      tools_json_, std::move(model));
+}
+
+}  // namespace pwab::agents

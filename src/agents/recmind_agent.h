@@ -1,0 +1,103 @@
+// src/agents/recmind_agent.h: the RecMind agent `recmind` (reference §4.4): the function-calling agent of §4.2
+// offered all five tools (the details tool `get_product_details_by_asin` too), with its own prompts and a compact
+// memory of the user's 10 most recent purchases and reviews.
+//
+// It also declares ToolChatAgent, the function-calling conversation that recmind and interecagent share: the
+// same turn handling as the fc agent (fc_agent.h; only tool_calls[0] is acted on and kept, a text reply is
+// `respond`, a tool result comes back as a tool message and a user answer as a user message), with the system
+// message and the tool list supplied by the agent. docs/agents/recmind.md has the prompts and renderings.
+#pragma once
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "agents/agent.h"
+#include "llm/chat.h"
+
+namespace pwab::agents {
+
+//! A function-calling conversation for one episode. begin() asks `system_message` for the system prompt;
+//! every next() is one chat call with `tools_json`, tool_choice "auto" and the run's sampling settings
+//! (temperature 0 unless set). llm::InfraError passes through.
+class ToolChatAgent : public runner::Agent {
+ public:
+  using SystemMessage = std::function<std::string(const data::Task&, runner::Track)>;
+  ToolChatAgent(SystemMessage system_message, const LlmAccess& access, std::string tools_json,
+                std::unique_ptr<llm::ChatModel> model);
+
+  void begin(const data::Task& task, const std::string& first_observation, runner::Track track) override;
+  runner::AgentStep next(const std::string& observation) override;
+
+  //! The conversation so far: the system message, the first observation, then the turns. The observation of
+  //! the last action is not in it (it only arrives with a next() call that never comes after the last step).
+  const std::vector<llm::Message>& messages() const { return messages_; }
+
+ private:
+  enum class Pending { kNothing, kToolResult, kUserReply };
+
+  SystemMessage system_message_;
+  const LlmAccess& access_;
+  std::string tools_json_;
+  std::unique_ptr<llm::ChatModel> model_;
+  std::vector<llm::Message> messages_;
+  Pending pending_ = Pending::kNothing;
+  std::string pending_call_id_, pending_call_name_;
+};
+
+//! Changes whenever a RecMind prompt's or memory header's wording changes (echoed by config_json()).
+inline constexpr std::string_view kRecMindPromptsVersion = "pwab-recmind-prompts/1";
+
+//! RecMind's system prompt (§4.4, our own words): the fc opening line, "Rules:", then 7 rules (single-turn) or
+//! 12 rules stating the step budget `max_steps` (multi-turn); ends with a newline.
+std::string recmind_system_prompt(runner::Track track, int max_steps);
+
+//! One memory item in RecMind's compact layout (§4.4, exact):
+//! "\nMEMORY <i>:\nProduct:\n- Title: …\n- Parent Asin: …\n- Main Category: …\nReview:\n- Rating: …\n- Text: …\n- Timestamp: …\n".
+std::string recmind_memory_item(const data::Product& product, const data::Review& review, std::size_t i);
+
+//! The header line of RecMind's memory: "\n", one sentence claiming every purchase and review, ":\n\n".
+std::string_view recmind_memory_header();
+
+//! RecMind's memory for a task: the header, then the k most recent visible-history items (newest first, as
+//! last_memory), numbered 0.., joined with "\n". The header alone on an empty history.
+std::string recmind_memory(const data::Dataset& ds, const data::Task& task, int k);
+
+struct RecMindOptions {
+  int memory_length = 10;  //!< reference D1
+  int max_steps = 10;      //!< the step budget the multi-turn prompt states
+};
+
+//! Reads AgentOptions: memory "" or "recmind" (its only memory), memory_length ≥ 1, extra key `max_steps`.
+//! UsageError for anything else.
+RecMindOptions parse_recmind_options(const AgentOptions& options);
+
+class RecMindAgentFactory final : public AgentFactory {
+ public:
+  //! UsageError when the context has no LLM or no dataset.
+  RecMindAgentFactory(RecMindOptions options, const AgentContext& context);
+  RecMindAgentFactory(const RecMindAgentFactory&) = delete;  // its agents point into it
+  RecMindAgentFactory& operator=(const RecMindAgentFactory&) = delete;
+
+  std::string name() const override { return "recmind"; }
+  //! {"agent": "recmind", "model", "temperature", "max_tokens", "seed", "memory": "recmind", "memory_length",
+  //! "prompts", "max_steps"}.
+  std::string config_json() const override;
+  //! Opens the episode's model under (task key, agent role).
+  std::unique_ptr<runner::Agent> make(const data::Task& task) const override;
+
+  //! The episode's system message: recmind_system_prompt + recmind_memory.
+  std::string system_message(const data::Task& task, runner::Track track) const;
+  const RecMindOptions& options() const { return options_; }
+
+ private:
+  RecMindOptions options_;
+  AgentContext context_;
+  std::string tools_json_;
+};
+
+//! Parses an integer option in [1, 1000000]; UsageError naming `agent` and `key` otherwise.
+int parse_positive_option(std::string_view agent, std::string_view key, const std::string& value);
+
+}  // namespace pwab::agents
