@@ -1,5 +1,6 @@
 // src/agents/fc_agent.cpp: the fc agent's prompts, options, factory and per-episode conversation.
 #include "agents/fc_agent.h"
+#include "agents/llm_config.h"
 
 #include <cstdlib>
 #include <nlohmann/json.hpp>
@@ -307,14 +308,7 @@ std::string FcAgentFactory::config_json() const {
   JsonWriter w(out);
   w.begin_object();
   w.key("agent").value("fc");
-  w.key("model").value(llm.model);
-  w.key("temperature").value(llm.temperature.value_or(0.0));
-  w.key("max_tokens");
-  if (llm.max_tokens) w.value(*llm.max_tokens);
-  else w.null();
-  w.key("seed");
-  if (llm.seed) w.value(*llm.seed);
-  else w.null();
+  write_llm_config(w, llm);
   w.key("memory").value(to_string(options_.memory));
   w.key("memory_length").value(options_.memory_length);
   w.key("relevance").value(options_.relevance == RelevanceText::kFull ? "full" : "compact");

@@ -1,5 +1,6 @@
 // src/agents/interec_agent.cpp: InteRecAgent's prompts, profile rules, memory file and per-user ordering.
 #include "agents/interec_agent.h"
+#include "agents/llm_config.h"
 
 #include <algorithm>
 #include <chrono>
@@ -390,14 +391,7 @@ std::string InterecAgentFactory::config_json() const {
   JsonWriter w(out);
   w.begin_object();
   w.key("agent").value("interecagent");
-  w.key("model").value(llm.model);
-  w.key("temperature").value(llm.temperature.value_or(0.0));
-  w.key("max_tokens");
-  if (llm.max_tokens) w.value(*llm.max_tokens);
-  else w.null();
-  w.key("seed");
-  if (llm.seed) w.value(*llm.seed);
-  else w.null();
+  write_llm_config(w, llm);
   w.key("memory").value("interecagent");
   w.key("memory_length").value(options_.memory_length);
   w.key("prompts").value(kInterecPromptsVersion);

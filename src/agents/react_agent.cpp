@@ -1,5 +1,6 @@
 // src/agents/react_agent.cpp: the ReAct / Reflection prompts, the reply parser, options, factory and episode.
 #include "agents/react_agent.h"
+#include "agents/llm_config.h"
 
 #include <cstdlib>
 #include <nlohmann/json.hpp>
@@ -431,14 +432,7 @@ std::string ReactAgentFactory::config_json() const {
   JsonWriter w(out);
   w.begin_object();
   w.key("agent").value(name());
-  w.key("model").value(llm.model);
-  w.key("temperature").value(llm.temperature.value_or(0.0));
-  w.key("max_tokens");
-  if (llm.max_tokens) w.value(*llm.max_tokens);
-  else w.null();
-  w.key("seed");
-  if (llm.seed) w.value(*llm.seed);
-  else w.null();
+  write_llm_config(w, llm);
   w.key("memory").value(to_string(options_.memory));
   w.key("memory_length").value(options_.memory_length);
   w.key("relevance").value(options_.relevance == RelevanceText::kFull ? "full" : "compact");

@@ -1,5 +1,6 @@
 // src/agents/recmind_agent.cpp: the shared function-calling conversation, RecMind's prompts, memory and factory.
 #include "agents/recmind_agent.h"
+#include "agents/llm_config.h"
 
 #include <cstdlib>
 
@@ -201,14 +202,7 @@ std::string RecMindAgentFactory::config_json() const {
   JsonWriter w(out);
   w.begin_object();
   w.key("agent").value("recmind");
-  w.key("model").value(llm.model);
-  w.key("temperature").value(llm.temperature.value_or(0.0));
-  w.key("max_tokens");
-  if (llm.max_tokens) w.value(*llm.max_tokens);
-  else w.null();
-  w.key("seed");
-  if (llm.seed) w.value(*llm.seed);
-  else w.null();
+  write_llm_config(w, llm);
   w.key("memory").value("recmind");
   w.key("memory_length").value(options_.memory_length);
   w.key("prompts").value(kRecMindPromptsVersion);
