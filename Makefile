@@ -9,6 +9,9 @@
 
 GENERATOR := $(shell command -v ninja >/dev/null 2>&1 && echo "-G Ninja")
 JOBS ?= $(shell nproc)
+# ccache, when installed, makes rebuilds in fresh build directories (clones, worktrees) cheap; optional.
+LAUNCHER := $(shell command -v ccache >/dev/null 2>&1 && echo -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+export CCACHE_BASEDIR ?= $(CURDIR)
 FUZZ_SECONDS ?= 60
 BUILD_RELEASE := build/release
 # Environment for libtorch-heavy processes, read by libgomp and OpenBLAS when they load (before main, so pwab
@@ -26,7 +29,7 @@ deps:
 # Configure once per build directory; later runs only build.
 define cmake_build
 	@scripts/install-deps.sh
-	@if [ ! -f $(1)/CMakeCache.txt ]; then cmake -S . -B $(1) $(GENERATOR) -DCMAKE_BUILD_TYPE=$(2) $(3); fi
+	@if [ ! -f $(1)/CMakeCache.txt ]; then cmake -S . -B $(1) $(GENERATOR) -DCMAKE_BUILD_TYPE=$(2) $(LAUNCHER) $(3); fi
 	@cmake --build $(1) -j $(JOBS)
 endef
 
