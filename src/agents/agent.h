@@ -54,8 +54,8 @@ struct AgentContext {
 struct AgentOptions {
   //! Memory strategy; "" = the agent's default. The heuristic agent takes "taskspec" (default) or "none".
   std::string memory;
-  //! Behaviours of memory (reference D1: default 10).
-  int memory_length = 10;
+  //! Behaviours of memory (`--memory-length`); unset = the agent's default (reference D1: 10; PUMA: 100).
+  std::optional<int> memory_length;
   //! Further agent-specific options as key → value text (e.g. from repeated `--agent-opt key=value`).
   std::map<std::string, std::string> extra;
 };

@@ -3,6 +3,7 @@
 #include "agents/llm_config.h"
 
 #include <cstdlib>
+#include <utility>
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
@@ -128,17 +129,15 @@ FcOptions parse_fc_options(const AgentOptions& options) {
   } catch (const UsageError& e) {
     throw UsageError(std::string("fc agent: ") + e.what());
   }
-  if (options.memory_length < 1) throw UsageError("fc agent: memory length must be at least 1");
-  o.memory_length = options.memory_length;
+  if (options.memory_length.value_or(10) < 1) throw UsageError("fc agent: memory length must be at least 1");
+  o.memory_length = options.memory_length.value_or(10);
   for (const auto& [key, value] : options.extra) {
     if (key == "relevance") {
       if (value == "full") o.relevance = RelevanceText::kFull;
       else if (value == "compact") o.relevance = RelevanceText::kCompact;
       else throw UsageError("fc agent: relevance takes full or compact, not '" + value + "'");
     } else if (key == "function_model") {
-      if (value == "fasttext") o.function_model = FunctionModel::kFastText;
-      else if (value == "keywords") o.function_model = FunctionModel::kKeywords;
-      else throw UsageError("fc agent: function_model takes fasttext or keywords, not '" + value + "'");
+      o.function_model = parse_function_model(value, "fc agent");
     } else if (key == "max_steps") {
       char* end = nullptr;
       long n = std::strtol(value.c_str(), &end, 10);
@@ -178,7 +177,13 @@ class FcAgent final : public runner::Agent {
       : factory_(factory), access_(access), tools_json_(tools_json), model_(std::move(model)) {}
 
   void begin(const data::Task& task, const std::string& first_observation, runner::Track track) override {
-    messages_ = {llm::Message::system(factory_.system_message(task, track)), llm::Message::user(first_observation)};
+    // An LLM function predictor asks the episode's model first; its tokens count with the first step.
+    FunctionGuess guess;
+    if (const FunctionPredictor* p = factory_.predictor()) guess = p->predict(task.instruction, model_.get());
+    prior_prompt_tokens_ = guess.prompt_tokens;
+    prior_completion_tokens_ = guess.completion_tokens;
+    messages_ = {llm::Message::system(factory_.system_message(task, track, guess.function)),
+                 llm::Message::user(first_observation)};
   }
 
   runner::AgentStep next(const std::string& observation) override {
@@ -204,8 +209,8 @@ class FcAgent final : public runner::Agent {
     llm::ChatResponse r = model_->chat(req);  // llm::InfraError propagates: the runner marks the task errored
 
     runner::AgentStep step;
-    step.prompt_tokens = static_cast<int>(r.prompt_tokens);
-    step.completion_tokens = static_cast<int>(r.completion_tokens);
+    step.prompt_tokens = static_cast<int>(r.prompt_tokens) + std::exchange(prior_prompt_tokens_, 0);
+    step.completion_tokens = static_cast<int>(r.completion_tokens) + std::exchange(prior_completion_tokens_, 0);
     llm::Message reply = std::move(r.message);
     reply.role = "assistant";
     if (!reply.tool_calls.empty()) {
@@ -236,34 +241,13 @@ class FcAgent final : public runner::Agent {
   std::vector<llm::Message> messages_;
   Pending pending_ = Pending::kNothing;
   std::string pending_call_id_, pending_call_name_;
+  int prior_prompt_tokens_ = 0, prior_completion_tokens_ = 0;
 };
 
 //! The tools the fc agent is offered, computed once.
 const std::string& fc_tools_json() {
   static const std::string tools = env::tools_json(/*include_product_details=*/false);
   return tools;
-}
-
-//! Reads the original's function file: {instruction: "tool"} or {instruction: ["tool", ...]}.
-std::map<std::string, std::string, std::less<>> read_function_file(const fs::path& file) {
-  std::string text;
-  try {
-    text = read_file(file);
-  } catch (const Error& e) {
-    throw UsageError("fc agent: cannot read function_file: " + std::string(e.what()));
-  }
-  nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded() || !j.is_object())
-    throw UsageError("fc agent: function_file " + file.string() + " is not a JSON object of instruction → tool");
-  std::map<std::string, std::string, std::less<>> out;
-  for (auto it = j.begin(); it != j.end(); ++it) {
-    const nlohmann::json& v = it.value();
-    std::string tool;  // anything else is an unknown function (D3), not an error
-    if (v.is_string()) tool = v.get<std::string>();
-    else if (v.is_array() && !v.empty() && v[0].is_string()) tool = v[0].get<std::string>();
-    out.emplace(it.key(), std::move(tool));
-  }
-  return out;
 }
 
 }  // namespace
@@ -281,21 +265,8 @@ FcAgentFactory::FcAgentFactory(FcOptions options, const AgentContext& context)
   const bool retrieval = options_.memory == MemoryStrategy::kRelevant || options_.memory == MemoryStrategy::kTaskSpec;
   if (retrieval && !context_.embedder)
     throw UsageError(std::string("fc agent: ") + std::string(to_string(options_.memory)) + " memory needs an embedder");
-  if (options_.memory == MemoryStrategy::kTaskSpec) {
-    switch (options_.function_model) {
-      case FunctionModel::kFastText: {
-        fs::path cache =
-            context_.cache_dir.empty() ? fs::temp_directory_path() / "pwab-agents-cache" : context_.cache_dir;
-        classifier_ = FunctionClassifier::open_or_train(*context_.ds, cache);
-        break;
-      }
-      case FunctionModel::kKeywords: classifier_ = FunctionClassifier::keyword_rules(); break;
-      case FunctionModel::kFile:
-        function_file_ = read_function_file(options_.function_file);
-        function_file_hash_ = to_hex(hash_file(options_.function_file));
-        break;
-    }
-  }
+  if (options_.memory == MemoryStrategy::kTaskSpec)
+    predictor_ = FunctionPredictor::make(options_.function_model, options_.function_file, context_, "fc agent");
   if (retrieval && options_.relevance == RelevanceText::kCompact)
     vectors_ = std::make_unique<BehaviourVectors>(*context_.ds, *context_.embedder);
 }
@@ -316,7 +287,7 @@ std::string FcAgentFactory::config_json() const {
   w.key("max_steps").value(options_.max_steps);
   std::string function_model = "none";
   if (options_.memory == MemoryStrategy::kTaskSpec)
-    function_model = classifier_ ? classifier_->description() : "file " + function_file_hash_;
+    function_model = predictor_->description();
   w.key("function_model").value(function_model);
   w.key("embedder").value(context_.embedder ? context_.embedder->name() : std::string());
   w.end_object();
@@ -330,13 +301,12 @@ std::unique_ptr<runner::Agent> FcAgentFactory::make(const data::Task& task) cons
 }
 
 std::string FcAgentFactory::predicted_function(const data::Task& task) const {
-  if (options_.memory != MemoryStrategy::kTaskSpec) return {};
-  if (classifier_) return classifier_->predict(task.instruction).function;
-  auto it = function_file_.find(task.instruction);
-  return it == function_file_.end() ? std::string() : it->second;
+  if (!predictor_) return {};
+  return predictor_->predict(task.instruction, nullptr).function;
 }
 
-std::string FcAgentFactory::system_message(const data::Task& task, runner::Track track) const {
+std::string FcAgentFactory::system_message(const data::Task& task, runner::Track track,
+                                           std::string_view predicted_function) const {
   const data::Dataset& ds = *context_.ds;
   MemoryOptions mo;
   mo.k = options_.memory_length;
@@ -345,7 +315,7 @@ std::string FcAgentFactory::system_message(const data::Task& task, runner::Track
   mo.run_seed = context_.seed;
   if (options_.memory == MemoryStrategy::kTaskSpec) {
     // §4.6a: no memory (empty history, or D3's unknown function) keeps the plain prompt with no tool hint.
-    TaskSpecMemory m = taskspec_memory(ds, task, predicted_function(task), mo, *context_.embedder);
+    TaskSpecMemory m = taskspec_memory(ds, task, predicted_function, mo, *context_.embedder);
     if (m.text == kNoMemory) return fc_system_prompt(track, options_.max_steps);
     return taskspec_system_prompt(track, options_.max_steps) + "\n" + m.text;
   }

@@ -17,7 +17,7 @@
 #include <string_view>
 
 #include "agents/agent.h"
-#include "agents/function_classifier.h"
+#include "agents/function_predictor.h"
 #include "agents/memory.h"
 #include "agents/task_memory.h"
 
@@ -32,13 +32,6 @@ std::string fc_system_prompt(runner::Track track, int max_steps);
 //! The prompt that replaces it under task-specific memory (§4.6a, our own words); same layout.
 std::string taskspec_system_prompt(runner::Track track, int max_steps);
 
-//! Which model predicts the task function for task-specific memory.
-enum class FunctionModel {
-  kFastText,  //!< the heuristic's fastText classifier, trained on the train split (keyword rules without one)
-  kKeywords,  //!< keyword rules only
-  kFile,      //!< predictions read from `function_file` (e.g. the PUMA LLaMA function model's output)
-};
-
 //! Everything that changes the fc agent's behaviour besides the LLM settings (echoed by config_json()).
 struct FcOptions {
   MemoryStrategy memory = MemoryStrategy::kNone;
@@ -52,7 +45,7 @@ struct FcOptions {
 };
 
 //! Reads AgentOptions: memory "" (none) | none | random | last | relevant | taskspec, memory_length ≥ 1, and the
-//! extra keys `relevance` (full | compact), `function_model` (fasttext | keywords), `function_file` (PATH, sets
+//! extra keys `relevance` (full | compact), `function_model` (fasttext | keywords | llm | puma), `function_file` (PATH, sets
 //! function_model to file) and `max_steps`. UsageError for anything else.
 FcOptions parse_fc_options(const AgentOptions& options);
 
@@ -73,19 +66,24 @@ class FcAgentFactory final : public AgentFactory {
   //! Opens the episode's model: context.llm.open(runner::task_key(task), llm::Role::kAgent).
   std::unique_ptr<runner::Agent> make(const data::Task& task) const override;
 
-  //! The task function predicted for taskspec memory ("" when memory is not taskspec).
+  //! The task-function predictor of taskspec memory (null otherwise).
+  const FunctionPredictor* predictor() const { return predictor_.get(); }
+  //! The task function predicted for taskspec memory without an LLM call ("" when memory is not taskspec;
+  //! UsageError for the llm and puma predictors, which need the episode's model: see FunctionPredictor).
   std::string predicted_function(const data::Task& task) const;
   //! The episode's system message: the prompt, then the memory unless it is "none" (baselines: prompt + memory;
-  //! taskspec: its own prompt + "\n" + memory, or the plain prompt when the memory is "none").
-  std::string system_message(const data::Task& task, runner::Track track) const;
+  //! taskspec: its own prompt + "\n" + memory for `predicted_function`, or the plain prompt when the memory is
+  //! "none"). The two-argument form predicts the function itself (offline predictors only).
+  std::string system_message(const data::Task& task, runner::Track track, std::string_view predicted_function) const;
+  std::string system_message(const data::Task& task, runner::Track track) const {
+    return system_message(task, track, predicted_function(task));
+  }
   const FcOptions& options() const { return options_; }
 
  private:
   FcOptions options_;
   AgentContext context_;
-  std::unique_ptr<FunctionClassifier> classifier_;
-  std::map<std::string, std::string, std::less<>> function_file_;  // instruction → predicted tool
-  std::string function_file_hash_;
+  std::unique_ptr<FunctionPredictor> predictor_;
   std::unique_ptr<BehaviourVectors> vectors_;
 };
 

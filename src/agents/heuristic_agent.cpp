@@ -39,8 +39,8 @@ HeuristicOptions parse_heuristic_options(const AgentOptions& options) {
   if (options.memory == "none") o.memory = false;
   else if (options.memory.empty() || options.memory == "taskspec") o.memory = true;
   else throw UsageError("heuristic agent: unknown memory '" + options.memory + "' (available: taskspec, none)");
-  if (options.memory_length < 1) throw UsageError("heuristic agent: memory length must be at least 1");
-  o.memory_length = options.memory_length;
+  if (options.memory_length.value_or(10) < 1) throw UsageError("heuristic agent: memory length must be at least 1");
+  o.memory_length = options.memory_length.value_or(10);
   HeuristicPolicy& p = o.policy;
   for (const auto& [key, value] : options.extra) {
     if (key == "relevance") {

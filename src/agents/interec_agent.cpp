@@ -238,8 +238,8 @@ InterecOptions parse_interec_options(const AgentOptions& options) {
   InterecOptions o;
   if (!options.memory.empty() && options.memory != "interecagent")
     throw UsageError("interecagent agent: its only memory is interecagent, not '" + options.memory + "'");
-  if (options.memory_length < 1) throw UsageError("interecagent agent: memory length must be at least 1");
-  o.memory_length = options.memory_length;
+  if (options.memory_length.value_or(10) < 1) throw UsageError("interecagent agent: memory length must be at least 1");
+  o.memory_length = options.memory_length.value_or(10);
   for (const auto& [key, value] : options.extra) {
     if (key == "max_steps") {
       o.max_steps = parse_positive_option("interecagent", key, value);

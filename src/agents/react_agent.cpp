@@ -3,6 +3,7 @@
 #include "agents/llm_config.h"
 
 #include <cstdlib>
+#include <utility>
 #include <nlohmann/json.hpp>
 #include <vector>
 
@@ -273,8 +274,8 @@ ReactOptions parse_react_options(const AgentOptions& options, bool reflection) {
   } catch (const UsageError& e) {
     throw UsageError(who + e.what());
   }
-  if (options.memory_length < 1) throw UsageError(who + "memory length must be at least 1");
-  o.memory_length = options.memory_length;
+  if (options.memory_length.value_or(10) < 1) throw UsageError(who + "memory length must be at least 1");
+  o.memory_length = options.memory_length.value_or(10);
   auto integer = [&](const std::string& key, const std::string& value, long lo, long hi) {
     char* end = nullptr;
     long n = std::strtol(value.c_str(), &end, 10);
@@ -289,9 +290,7 @@ ReactOptions parse_react_options(const AgentOptions& options, bool reflection) {
       else if (value == "compact") o.relevance = RelevanceText::kCompact;
       else throw UsageError(who + "relevance takes full or compact, not '" + value + "'");
     } else if (key == "function_model") {
-      if (value == "fasttext") o.function_model = FunctionModel::kFastText;
-      else if (value == "keywords") o.function_model = FunctionModel::kKeywords;
-      else throw UsageError(who + "function_model takes fasttext or keywords, not '" + value + "'");
+      o.function_model = parse_function_model(value, who.substr(0, who.size() - 2));
     } else if (key == "max_steps") {
       o.max_steps = integer(key, value, 1, 1000000);
     } else if (key == "parse_retries") {
@@ -318,7 +317,13 @@ class ReactAgent final : public runner::Agent {
 
   void begin(const data::Task& task, const std::string& first_observation, runner::Track track) override {
     instruction_ = task.instruction;
-    messages_ = {llm::Message::system(factory_.system_message(task, track)), llm::Message::user(first_observation)};
+    // An LLM function predictor asks the episode's model first; its tokens count with the first step.
+    FunctionGuess guess;
+    if (const FunctionPredictor* p = factory_.predictor()) guess = p->predict(task.instruction, model_.get());
+    prior_prompt_tokens_ = guess.prompt_tokens;
+    prior_completion_tokens_ = guess.completion_tokens;
+    messages_ = {llm::Message::system(factory_.system_message(task, track, guess.function)),
+                 llm::Message::user(first_observation)};
   }
 
   runner::AgentStep next(const std::string& observation) override {
@@ -331,6 +336,8 @@ class ReactAgent final : public runner::Agent {
     pending_ = Pending::kNothing;
 
     runner::AgentStep step;
+    step.prompt_tokens = std::exchange(prior_prompt_tokens_, 0);
+    step.completion_tokens = std::exchange(prior_completion_tokens_, 0);
     llm::ChatRequest req;
     req.model = access_.model;
     req.messages = messages_;
@@ -389,6 +396,7 @@ class ReactAgent final : public runner::Agent {
   std::string instruction_;
   std::vector<llm::Message> messages_;
   Pending pending_ = Pending::kNothing;
+  int prior_prompt_tokens_ = 0, prior_completion_tokens_ = 0;
 };
 
 const std::string& react_tools_json() {
@@ -412,14 +420,8 @@ ReactAgentFactory::ReactAgentFactory(ReactOptions options, const AgentContext& c
   const bool retrieval = options_.memory == MemoryStrategy::kRelevant || options_.memory == MemoryStrategy::kTaskSpec;
   if (retrieval && !context_.embedder)
     throw UsageError(who + ": " + std::string(to_string(options_.memory)) + " memory needs an embedder");
-  if (options_.memory == MemoryStrategy::kTaskSpec) {
-    if (options_.function_model == FunctionModel::kFastText) {
-      fs::path cache = context_.cache_dir.empty() ? fs::temp_directory_path() / "pwab-agents-cache" : context_.cache_dir;
-      classifier_ = FunctionClassifier::open_or_train(*context_.ds, cache);
-    } else {
-      classifier_ = FunctionClassifier::keyword_rules();
-    }
-  }
+  if (options_.memory == MemoryStrategy::kTaskSpec)
+    predictor_ = FunctionPredictor::make(options_.function_model, {}, context_, who);
   if (retrieval && options_.relevance == RelevanceText::kCompact)
     vectors_ = std::make_unique<BehaviourVectors>(*context_.ds, *context_.embedder);
 }
@@ -439,7 +441,7 @@ std::string ReactAgentFactory::config_json() const {
   w.key("prompts").value(std::string(kReactPromptsVersion) + "+" + std::string(kFcPromptsVersion));
   w.key("max_steps").value(options_.max_steps);
   w.key("parse_retries").value(options_.parse_retries);
-  w.key("function_model").value(classifier_ ? classifier_->description() : std::string("none"));
+  w.key("function_model").value(predictor_ ? predictor_->description() : std::string("none"));
   w.key("embedder").value(context_.embedder ? context_.embedder->name() : std::string());
   w.end_object();
   return out;
@@ -457,7 +459,8 @@ std::unique_ptr<runner::Agent> ReactAgentFactory::make(const data::Task& task) c
   return std::make_unique<ReactAgent>(*this, context_.llm, std::move(model), std::move(reflector));
 }
 
-std::string ReactAgentFactory::system_message(const data::Task& task, runner::Track track) const {
+std::string ReactAgentFactory::system_message(const data::Task& task, runner::Track track,
+                                              std::string_view predicted_function) const {
   const data::Dataset& ds = *context_.ds;
   MemoryOptions mo;
   mo.k = options_.memory_length;
@@ -466,7 +469,7 @@ std::string ReactAgentFactory::system_message(const data::Task& task, runner::Tr
   mo.run_seed = context_.seed;
   std::string tools = "\n# Available tools\n" + react_tools_json() + std::string(kReactInstruction);
   if (options_.memory == MemoryStrategy::kTaskSpec) {
-    TaskSpecMemory m = taskspec_memory(ds, task, classifier_->predict(task.instruction).function, mo, *context_.embedder);
+    TaskSpecMemory m = taskspec_memory(ds, task, predicted_function, mo, *context_.embedder);
     if (m.text == kNoMemory) return fc_system_prompt(track, options_.max_steps) + tools;
     return taskspec_system_prompt(track, options_.max_steps) + tools + "\n" + m.text;
   }

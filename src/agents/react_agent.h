@@ -54,13 +54,13 @@ struct ReactOptions {
   MemoryStrategy memory = MemoryStrategy::kNone;
   int memory_length = 10;  //!< reference D1
   RelevanceText relevance = RelevanceText::kFull;
-  FunctionModel function_model = FunctionModel::kKeywords;  //!< taskspec memory only (fasttext or keywords)
+  FunctionModel function_model = FunctionModel::kKeywords;  //!< taskspec memory only
   int max_steps = 10;      //!< the step budget the multi-turn prompt states
   int parse_retries = 2;   //!< re-asks after an unparseable reply (0..10)
 };
 
 //! Reads AgentOptions: memory "" (none) | none | random | last | relevant | taskspec, memory_length ≥ 1, extra keys
-//! `relevance` (full | compact), `function_model` (fasttext | keywords), `max_steps`, `parse_retries`.
+//! `relevance` (full | compact), `function_model` (fasttext | keywords | llm | puma), `max_steps`, `parse_retries`.
 //! UsageError for anything else.
 ReactOptions parse_react_options(const AgentOptions& options, bool reflection);
 
@@ -80,14 +80,20 @@ class ReactAgentFactory final : public AgentFactory {
   std::unique_ptr<runner::Agent> make(const data::Task& task) const override;
 
   //! The episode's system message: prompt, "\n# Available tools\n", the tools JSON, react_instruction(), then the
-  //! memory (left out when it is "none"; taskspec uses its own prompt and "\n" + memory).
-  std::string system_message(const data::Task& task, runner::Track track) const;
+  //! memory (left out when it is "none"; taskspec uses its own prompt and "\n" + memory for `predicted_function`).
+  //! The two-argument form predicts the function itself (offline predictors only).
+  std::string system_message(const data::Task& task, runner::Track track, std::string_view predicted_function) const;
+  std::string system_message(const data::Task& task, runner::Track track) const {
+    return system_message(task, track, predictor_ ? predictor_->predict(task.instruction, nullptr).function : "");
+  }
+  //! The task-function predictor of taskspec memory (null otherwise).
+  const FunctionPredictor* predictor() const { return predictor_.get(); }
   const ReactOptions& options() const { return options_; }
 
  private:
   ReactOptions options_;
   AgentContext context_;
-  std::unique_ptr<FunctionClassifier> classifier_;
+  std::unique_ptr<FunctionPredictor> predictor_;
   std::unique_ptr<BehaviourVectors> vectors_;
 };
 

@@ -179,8 +179,8 @@ RecMindOptions parse_recmind_options(const AgentOptions& options) {
   RecMindOptions o;
   if (!options.memory.empty() && options.memory != "recmind")
     throw UsageError("recmind agent: its only memory is recmind, not '" + options.memory + "'");
-  if (options.memory_length < 1) throw UsageError("recmind agent: memory length must be at least 1");
-  o.memory_length = options.memory_length;
+  if (options.memory_length.value_or(10) < 1) throw UsageError("recmind agent: memory length must be at least 1");
+  o.memory_length = options.memory_length.value_or(10);
   for (const auto& [key, value] : options.extra) {
     if (key == "max_steps") o.max_steps = parse_positive_option("recmind", key, value);
     else throw UsageError("recmind agent: unknown option '" + key + "' (available: max_steps)");

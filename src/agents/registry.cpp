@@ -5,6 +5,7 @@
 #include "agents/fc_agent.h"
 #include "agents/heuristic_agent.h"
 #include "agents/interec_agent.h"
+#include "agents/puma_agent.h"
 #include "agents/react_agent.h"
 #include "agents/recmind_agent.h"
 #include "core/error.h"
@@ -74,6 +75,15 @@ const std::vector<Entry>& registry() {
          InterecOptions r = parse_interec_options(o);
          if (!o.extra.count("max_steps")) r.max_steps = c.max_steps;
          return std::make_unique<InterecAgentFactory>(std::move(r), c);
+       }},
+      {{"puma",
+        "PUMA (needs --model: a /v1/completions server with the fine-tuned model): function prediction "
+        "(--agent-opt function_model=puma|fasttext|keywords|llm or function_file=PATH), task-specific memory of the "
+        "100 most relevant behaviours cut to 768 tokens (--memory taskspec|none, memory_tokens=N), one raw-text "
+        "prompt per step; Say: / stop outputs map to respond / stop",
+        "PUMA (LLaMA-7B); PUMA (gpt) is fc --memory taskspec"},
+       [](const AgentOptions& o, const AgentContext& c) -> std::unique_ptr<AgentFactory> {
+         return std::make_unique<PumaAgentFactory>(parse_puma_options(o), c);
        }},
   };
   return entries;

@@ -44,7 +44,7 @@ struct RunArgs {
   std::string data, split = "test", track = "single", agent = "heuristic", memory, user_sim, out, tasks = "0:";
   std::string shard = "0/1", embedder = "fasttext", checkpoint, index_dir;
   std::vector<std::string> agent_opts;
-  int memory_length = 10, concurrency = 0, max_steps = 0, top_k = 10;
+  int memory_length = 0, concurrency = 0, max_steps = 0, top_k = 10;  // memory_length 0: the agent's default
   uint64_t seed = 0;
   bool resume = false, quiet = false;
   LlmFlags llm;
@@ -179,7 +179,7 @@ void run_benchmark(const RunArgs& a) {
 
   agents::AgentOptions agent_options;
   agent_options.memory = a.memory;
-  agent_options.memory_length = a.memory_length;
+  if (a.memory_length > 0) agent_options.memory_length = a.memory_length;
   agent_options.extra = parse_agent_opts(a.agent_opts);
   agents::AgentContext context;
   context.ds = &ds;
@@ -317,7 +317,8 @@ void add_run_commands(CLI::App& app) {
   run->add_option("--track", a->track, "single or multi (turn)")->capture_default_str();
   run->add_option("--agent", a->agent, "Agent name (see `pwab agents`)")->capture_default_str();
   run->add_option("--memory", a->memory, "Memory strategy of the agent (default: the agent's own)");
-  run->add_option("--memory-length", a->memory_length, "Behaviours in memory")->capture_default_str()->check(CLI::Range(1, 100000));
+  run->add_option("--memory-length", a->memory_length, "Behaviours in memory (default: the agent's, 10; puma 100)")
+      ->check(CLI::Range(1, 100000));
   run->add_option("--agent-opt", a->agent_opts, "Agent option KEY=VALUE (repeatable)");
   run->add_option("--user-sim", a->user_sim, "none, scripted or llm (default: scripted in multi-turn, none in single)");
   run->add_option("--max-steps", a->max_steps,

@@ -18,9 +18,16 @@ json parse_field(const std::string& text, const char* field) {
 json request_body(const ChatRequest& r) {
   json body = json::object();  // std::map underneath: keys come out sorted
   body["model"] = r.model;
-  json messages = json::array();
-  for (const Message& m : r.messages) messages.push_back(message_to_json(m));
-  body["messages"] = std::move(messages);
+  if (r.prompt) {
+    if (!r.messages.empty() || !r.tools_json.empty())
+      throw UsageError("a raw-text ChatRequest (prompt set) takes no messages and no tools");
+    body["prompt"] = *r.prompt;
+  } else {
+    json messages = json::array();
+    for (const Message& m : r.messages) messages.push_back(message_to_json(m));
+    body["messages"] = std::move(messages);
+  }
+  if (!r.stop.empty()) body["stop"] = r.stop;
   if (!r.tools_json.empty()) {
     json tools = parse_field(r.tools_json, "tools_json");
     if (!tools.is_array()) throw UsageError("ChatRequest.tools_json is not a JSON array");
@@ -72,9 +79,13 @@ ReplyStatus parse_reply_status(std::string_view s) {
 
 std::string request_body_json(const ChatRequest& request) { return dump(request_body(request)); }
 
+std::string_view request_path(const ChatRequest& request) {
+  return request.prompt ? "/completions" : "/chat/completions";
+}
+
 std::string canonical_request_json(const ChatRequest& request) {
   json c = json::object();
-  c["kind"] = "chat";
+  c["kind"] = request.prompt ? "completion" : "chat";
   c["body"] = request_body(request);
   c["sample"] = request.sample;
   return dump(c);

@@ -43,6 +43,13 @@ struct Message {
 struct ChatRequest {
   std::string model;
   std::vector<Message> messages;
+  //! Set for a raw-text completion (OpenAI's /completions API) instead of a chat: the model continues this text
+  //! exactly, with no chat template. A fine-tuned PUMA model is trained on raw prompts, so it must be served
+  //! this way (vLLM and the local LLaMA backend both answer /completions). `messages` and `tools_json` must be
+  //! empty then; the reply's text comes back as the assistant message's content.
+  std::optional<std::string> prompt;
+  //! Stop sequences (sent as "stop" when not empty).
+  std::vector<std::string> stop;
   //! The JSON array text of the tool schemas offered (env::tools_json()); empty = a plain text request.
   std::string tools_json;
   //! Sent only with tools: "auto" (the original's choice), "none", "required", or a JSON object text.
@@ -119,8 +126,10 @@ class ChatModel {
 };
 
 //! The request as its JSON wire body (keys sorted, compact). Throws UsageError when tools_json,
-//! tool_choice or extra_body_json is not valid JSON of the right kind.
+//! tool_choice or extra_body_json is not valid JSON of the right kind, or a raw-text request has messages.
 std::string request_body_json(const ChatRequest& request);
+//! The API path a request goes to, relative to the base URL: "/chat/completions" or "/completions".
+std::string_view request_path(const ChatRequest& request);
 
 //! The canonical form a cache keys on: kind, wire body and sample index, keys sorted, compact. The endpoint
 //! (base URL) and the API key are not part of it (docs/llm.md "Cache key").

@@ -18,13 +18,14 @@ ChatResponse HttpChatModel::chat(const ChatRequest& request) {
   int attempts = 0;
   for (int asked = 1;; ++asked) {
     ChatResponse reply;
-    Endpoint::BodyCheck check = [&reply](const std::string& text) {
+    const bool raw = request.prompt.has_value();
+    Endpoint::BodyCheck check = [&reply, raw](const std::string& text) {
       reply = ChatResponse{};
-      return parse_chat_reply(text, reply);
+      return raw ? parse_completion_reply(text, reply) : parse_chat_reply(text, reply);
     };
     PostResult posted;
     try {
-      posted = endpoint_->post_json("/chat/completions", body, check);
+      posted = endpoint_->post_json(std::string(request_path(request)), body, check);
     } catch (const InfraError& e) {
       throw InfraError("chat model '" + request.model + "': " + e.what(), e.http_status(), attempts + e.attempts());
     }

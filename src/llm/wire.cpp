@@ -134,6 +134,45 @@ std::string parse_chat_reply(const std::string& body, ChatResponse& out) {
   return {};
 }
 
+namespace {
+
+// The parts of a reply both APIs share: the first choice (checked) and the token usage.
+std::string first_choice(const json& j, const json*& choice) {
+  if (!j.is_object()) return "the body is not a JSON object";
+  if (auto err = j.find("error"); err != j.end() && !err->is_null()) return "error reply: " + body_excerpt(j.dump(), "");
+  auto choices = j.find("choices");
+  if (choices == j.end() || !choices->is_array() || choices->empty()) return "no 'choices' in the reply";
+  choice = &(*choices)[0];
+  if (!choice->is_object()) return "choices[0] is not an object";
+  return {};
+}
+
+void read_usage(const json& j, ChatResponse& out) {
+  if (auto usage = j.find("usage"); usage != j.end() && usage->is_object()) {
+    out.prompt_tokens = int_or_zero(*usage, "prompt_tokens");
+    out.completion_tokens = int_or_zero(*usage, "completion_tokens");
+  }
+}
+
+}  // namespace
+
+std::string parse_completion_reply(const std::string& body, ChatResponse& out) {
+  json j = json::parse(body, nullptr, false);
+  if (j.is_discarded()) return "the body is not JSON: " + flatten_and_cut(body, 120);
+  const json* choice = nullptr;
+  if (std::string problem = first_choice(j, choice); !problem.empty()) return problem;
+  auto text = choice->find("text");
+  if (text == choice->end() || !text->is_string()) return "choices[0] has no 'text' string";
+  out.message = Message::assistant(text->get<std::string>());
+  try {
+    out.finish_reason = string_or_empty(*choice, "finish_reason");
+  } catch (const DataError& e) {
+    return std::string("choices[0]: ") + e.what();
+  }
+  read_usage(j, out);
+  return {};
+}
+
 std::string response_to_json(const ChatResponse& r) {
   json j = {{"message", message_to_json(r.message)},
             {"finish_reason", r.finish_reason},

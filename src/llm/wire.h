@@ -24,6 +24,9 @@ Message message_from_json(const nlohmann::json& j);
 //! the problem (not JSON, no choices, no message, ...).
 std::string parse_chat_reply(const std::string& body, ChatResponse& out);
 
+//! Parses a (raw-text) completions reply body: choices[0].text becomes the assistant message's content.
+std::string parse_completion_reply(const std::string& body, ChatResponse& out);
+
 //! A ChatResponse as stored in the cache, and back (DataError on a malformed record).
 std::string response_to_json(const ChatResponse& r);
 ChatResponse response_from_json(std::string_view text);

@@ -497,5 +497,30 @@ TEST(FcAgent, TaskSpecificMemoryWithFastTextClassifier) {
   EXPECT_GE(correct, 15);
 }
 
+TEST(FcAgent, TaskSpecificMemoryWithAnLlmFunctionModel) {
+  // `function_model=llm`: the episode's model is asked first (a chat request with the routing prompt); its
+  // answer picks the memory, and its tokens count with the first step and under the task in the ledger.
+  Fixture fx;
+  auto f = fx.factory("taskspec", 2, {{"function_model", "llm"}});
+  EXPECT_EQ(json::parse(f->config_json())["function_model"], "llm gpt-4o-mini/pwab-function-choice/1");
+  auto& fc = dynamic_cast<FcAgentFactory&>(*f);
+  EXPECT_THROW(fc.system_message(task(0), runner::Track::kSingleTurn), UsageError);  // needs the episode's model
+  fx.llm.server.push(ScriptedReply::text("I would use get_recommendations_by_history here.", 60, 9));
+  fx.llm.server.push(ScriptedReply::tool_call("search_product_by_query", kSearchArgs, "call_1", 100, 10));
+  runner::EpisodeResult r = fx.run(*f, task(0));
+  EXPECT_EQ(r.ending, "task_function");
+  EXPECT_EQ(r.prompt_tokens, 160);
+  EXPECT_EQ(r.completion_tokens, 19);
+  EXPECT_EQ(fx.llm.ledger.task("test/0", llm::Role::kAgent).calls, 2);
+  json routing = fx.body(0);
+  EXPECT_EQ(routing["messages"][0]["content"], function_choice_prompt());
+  EXPECT_EQ(routing["messages"][1]["content"], task(0).instruction);
+  EXPECT_FALSE(routing.contains("tools"));
+  EXPECT_EQ(fx.body(1)["messages"][0]["content"],
+            fc.system_message(task(0), runner::Track::kSingleTurn, "get_recommendations_by_history"));
+  EXPECT_NE(fx.body(1)["messages"][0]["content"].get<std::string>().find("- Task type: recommend\n"),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace pwab::agents

@@ -35,6 +35,15 @@ bool has(const std::string& text, const std::string& part) { return text.find(pa
 //! single-turn searches at once. The user simulator: a fixed hint. Decided from the request alone.
 ScriptedReply answer(const ReceivedRequest& r) {
   Json body = Json::parse(r.body);
+  if (body.contains("prompt")) {  // the puma agent's raw-text completions: function, then parameters
+    std::string prompt = body["prompt"].get<std::string>();
+    if (prompt.ends_with("### Tool:\n")) return ScriptedReply::completion("search_product_by_query", 30, 4);
+    std::size_t conversation = prompt.find("Conversation so far:");
+    if (conversation == std::string::npos) return ScriptedReply::completion("wireless headphones", 300, 5);
+    if (prompt.find("\nUser: ", conversation) == std::string::npos)
+      return ScriptedReply::completion("Say: Do these look right to you?", 320, 9);
+    return ScriptedReply::completion("stop", 340, 1);
+  }
   if (!body.contains("tools")) return ScriptedReply::text("I would like something from a well known brand.", 40, 12);
   int assistant_turns = 0;
   bool multi = false;
@@ -233,7 +242,7 @@ namespace {
 TEST_F(LlmCli, EveryLlmAgentRunsBothTracksThroughTheCli) {
   server_.set_chat_handler(answer);
   std::string err;
-  for (const std::string agent : {"fc", "react", "reflection", "recmind", "interecagent"}) {
+  for (const std::string agent : {"fc", "react", "reflection", "recmind", "interecagent", "puma"}) {
     for (const std::string track : {"single", "multi"}) {
       std::string dir = out("agent-" + agent + "-" + track);
       std::string args = "run --quiet --data " + data_ + " --agent " + agent +

@@ -423,5 +423,49 @@ TEST(ChatRequest, ReplyStatusNames) {
   EXPECT_THROW(parse_reply_status("bogus"), DataError);
 }
 
+TEST(HttpChatModel, RawTextCompletionGoesToCompletionsWithThePromptVerbatim) {
+  OpenAITestServer server;
+  HttpChatModel model(make_endpoint(fast_config(server)));
+  server.push(ScriptedReply::completion("wireless earbuds with long battery life", 40, 8));
+
+  ChatRequest req;
+  req.model = "puma-lora";
+  req.prompt = "### Instruction:find earbuds\n  \nMemory: none\n\nTool: search_product_by_query\n\n### Tool Parameter:\n";
+  req.temperature = 0.0;
+  req.max_tokens = 256;
+  req.stop = {"</s>"};
+  ChatResponse r = model.chat(req);
+  EXPECT_EQ(r.status, ReplyStatus::kOk);
+  EXPECT_EQ(r.message.role, "assistant");
+  EXPECT_EQ(r.message.content, "wireless earbuds with long battery life");
+  EXPECT_EQ(r.finish_reason, "stop");
+  EXPECT_EQ(r.prompt_tokens, 40);
+  EXPECT_EQ(r.completion_tokens, 8);
+
+  auto got = server.requests();
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].path, "/v1/completions");
+  json body = json::parse(got[0].body);
+  EXPECT_EQ(body["prompt"], *req.prompt);
+  EXPECT_FALSE(body.contains("messages"));
+  EXPECT_EQ(body["stop"], json::array({"</s>"}));
+  EXPECT_EQ(body["max_tokens"], 256);
+
+  // A completions body without text is an unusable reply, not a crash (retried, then an InfraError).
+  ChatRequest bad = req;
+  for (int i = 0; i < 4; ++i) server.push(ScriptedReply::text("a chat reply where a completion was expected"));
+  EXPECT_THROW(model.chat(bad), InfraError);
+  // Messages and a raw prompt together are the caller's mistake.
+  ChatRequest both = req;
+  both.messages.push_back(Message::user("hi"));
+  EXPECT_THROW(request_body_json(both), UsageError);
+  // The cache tells the two kinds apart.
+  ChatRequest chat_form;
+  chat_form.model = req.model;
+  chat_form.messages.push_back(Message::user(*req.prompt));
+  EXPECT_NE(canonical_request_json(chat_form), canonical_request_json(req));
+  EXPECT_NE(canonical_request_json(req).find("\"kind\":\"completion\""), std::string::npos);
+}
+
 }  // namespace
 }  // namespace pwab::llm

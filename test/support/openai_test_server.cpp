@@ -48,6 +48,20 @@ ScriptedReply ScriptedReply::text(std::string_view content, int prompt_tokens, i
   return chat_reply({{"role", "assistant"}, {"content", content}}, "stop", prompt_tokens, completion_tokens);
 }
 
+ScriptedReply ScriptedReply::completion(std::string_view text, int prompt_tokens, int completion_tokens) {
+  json body = {{"id", "cmpl-test"},
+               {"object", "text_completion"},
+               {"model", "test-model"},
+               {"choices", json::array({{{"index", 0}, {"text", text}, {"finish_reason", "stop"}}})},
+               {"usage",
+                {{"prompt_tokens", prompt_tokens},
+                 {"completion_tokens", completion_tokens},
+                 {"total_tokens", prompt_tokens + completion_tokens}}}};
+  ScriptedReply r;
+  r.body = body.dump();
+  return r;
+}
+
 ScriptedReply ScriptedReply::tool_call(std::string_view name, std::string_view arguments, std::string_view id,
                                        int prompt_tokens, int completion_tokens) {
   json call = {{"id", id}, {"type", "function"}, {"function", {{"name", name}, {"arguments", arguments}}}};
@@ -178,6 +192,8 @@ OpenAITestServer::OpenAITestServer() : impl_(std::make_unique<Impl>()) {
     return ScriptedReply::embeddings(vectors, tokens);
   };
   s.svr.Post("/v1/chat/completions",
+             [&s](const httplib::Request& req, httplib::Response& res) { s.serve(req, res, false); });
+  s.svr.Post("/v1/completions",
              [&s](const httplib::Request& req, httplib::Response& res) { s.serve(req, res, false); });
   s.svr.Post("/v1/embeddings", [&s](const httplib::Request& req, httplib::Response& res) { s.serve(req, res, true); });
   s.port = s.svr.bind_to_any_port("127.0.0.1");

@@ -7,7 +7,7 @@
 //   ... point the client at server.base_url() ...
 //   server.requests()[0].body  /  server.requests()[0].header("authorization")  /  server.max_in_flight()
 //
-// Chat requests (POST /v1/chat/completions) take the next scripted chat reply, or the chat handler's answer
+// Chat requests (POST /v1/chat/completions, and raw-text POST /v1/completions: one queue for both) take the next scripted chat reply, or the chat handler's answer
 // when the queue is empty; with neither, the server answers 400 "no scripted reply" (not retried, so a test
 // that asks more than it scripted fails at once). Embedding requests (POST /v1/embeddings) likewise, with a
 // default handler that returns default_embedding(text) for each input.
@@ -33,6 +33,8 @@ struct ScriptedReply {
 
   //! A chat reply with text content.
   static ScriptedReply text(std::string_view content, int prompt_tokens = 11, int completion_tokens = 7);
+  //! A raw-text completions reply (POST /v1/completions) with this text.
+  static ScriptedReply completion(std::string_view text, int prompt_tokens = 17, int completion_tokens = 5);
   //! A chat reply with one tool call; `arguments` is sent verbatim (malformed JSON and unknown names too).
   static ScriptedReply tool_call(std::string_view name, std::string_view arguments, std::string_view id = "call_1",
                                  int prompt_tokens = 13, int completion_tokens = 9);

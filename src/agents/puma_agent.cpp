@@ -1,0 +1,187 @@
+#include "agents/puma_agent.h"
+
+#include <cstdlib>
+#include <utility>
+
+#include "agents/llm_config.h"
+#include "core/error.h"
+#include "core/json_writer.h"
+#include "core/text.h"
+#include "env/tools.h"
+#include "runner/results.h"
+
+namespace pwab::agents {
+namespace {
+
+constexpr std::string_view kWho = "puma agent";
+
+int parse_int(const std::string& key, const std::string& value, long lo, long hi) {
+  char* end = nullptr;
+  long n = std::strtol(value.c_str(), &end, 10);
+  if (value.empty() || *end != '\0' || n < lo || n > hi)
+    throw UsageError(std::string(kWho) + ": " + key + " takes an integer in [" + std::to_string(lo) + ", " +
+                     std::to_string(hi) + "], not '" + value + "'");
+  return static_cast<int>(n);
+}
+
+// How an action appears in the conversation the prompt shows: what the agent did, in one line.
+std::string describe_action(const env::Action& action, std::string_view parameter) {
+  if (action.name == env::kRespond) return "Say: " + std::string(trim(trim(parameter).substr(4)));
+  return "called " + action.name + " with: " + std::string(trim(parameter));
+}
+
+class PumaAgent final : public runner::Agent {
+ public:
+  PumaAgent(const PumaAgentFactory& factory, const LlmAccess& access, std::unique_ptr<llm::ChatModel> model)
+      : factory_(factory), access_(access), model_(std::move(model)) {}
+
+  void begin(const data::Task& task, const std::string& first_observation, runner::Track track) override {
+    (void)first_observation;
+    (void)track;
+    task_ = &task;
+    FunctionGuess guess = factory_.predictor().predict(task.instruction, model_.get());
+    function_ = guess.function;
+    prior_prompt_tokens_ = guess.prompt_tokens;
+    prior_completion_tokens_ = guess.completion_tokens;
+    memory_ = factory_.memory(task, function_);
+  }
+
+  runner::AgentStep next(const std::string& observation) override {
+    // The user's answer to a respond comes back as the observation; tool results are not shown (the model was
+    // trained on prompts without them), only that the call was made.
+    if (last_was_respond_) dialogue_.push_back({"User", observation});
+    // D3: with a function that names no task tool the agent cannot complete the task; after the one call the
+    // environment answered "Unknown action", it stops instead of asking the model again and again.
+    if (!dialogue_.empty() && !env::task_type_of_function(trim(function_))) {
+      runner::AgentStep stop;
+      stop.action = {std::string(env::kStop), "{}"};
+      return stop;
+    }
+    llm::ChatRequest req;
+    req.model = access_.model;
+    req.prompt = factory_.prompt(*task_, function_, memory_, dialogue_);
+    req.temperature = access_.temperature.value_or(0.0);  // §5.4: greedy
+    req.max_tokens = access_.max_tokens.value_or(factory_.options().max_new_tokens);
+    req.seed = access_.seed;
+    llm::ChatResponse r = model_->chat(req);  // llm::InfraError propagates: the runner marks the task errored
+
+    runner::AgentStep step;
+    step.prompt_tokens = static_cast<int>(r.prompt_tokens) + std::exchange(prior_prompt_tokens_, 0);
+    step.completion_tokens = static_cast<int>(r.completion_tokens) + std::exchange(prior_completion_tokens_, 0);
+    std::string parameter = puma_generated_part(r.message.content, "### Tool Parameter:\n");
+    step.action = puma_action(parameter, function_);
+    last_was_respond_ = step.action.name == env::kRespond;
+    dialogue_.push_back({"Agent", describe_action(step.action, parameter)});
+    return step;
+  }
+
+ private:
+  const PumaAgentFactory& factory_;
+  const LlmAccess& access_;
+  std::unique_ptr<llm::ChatModel> model_;
+  const data::Task* task_ = nullptr;
+  std::string function_, memory_;
+  std::vector<PumaTurn> dialogue_;
+  bool last_was_respond_ = false;
+  int prior_prompt_tokens_ = 0, prior_completion_tokens_ = 0;
+};
+
+}  // namespace
+
+PumaOptions parse_puma_options(const AgentOptions& options) {
+  PumaOptions o;
+  if (options.memory.empty() || options.memory == "taskspec") o.memory = true;
+  else if (options.memory == "none") o.memory = false;
+  else throw UsageError(std::string(kWho) + ": --memory takes taskspec or none, not '" + options.memory + "'");
+  int k = options.memory_length.value_or(100);
+  if (k < 1) throw UsageError(std::string(kWho) + ": memory length must be at least 1");
+  o.memory_options.k = k;
+  for (const auto& [key, value] : options.extra) {
+    if (key == "memory_tokens") {
+      o.memory_options.max_tokens = parse_int(key, value, 1, 1000000);
+    } else if (key == "relevance") {
+      if (value == "full") o.memory_options.relevance = RelevanceText::kFull;
+      else if (value == "compact") o.memory_options.relevance = RelevanceText::kCompact;
+      else throw UsageError(std::string(kWho) + ": relevance takes full or compact, not '" + value + "'");
+    } else if (key == "function_model") {
+      o.function_model = parse_function_model(value, kWho);
+    } else if (key == "max_new_tokens") {
+      o.max_new_tokens = parse_int(key, value, 1, 100000);
+    } else if (key != "function_file") {
+      throw UsageError(std::string(kWho) + ": unknown option '" + key +
+                       "' (available: memory_tokens, relevance, function_model, function_file, max_new_tokens)");
+    }
+  }
+  if (auto it = options.extra.find("function_file"); it != options.extra.end()) {
+    if (it->second.empty()) throw UsageError(std::string(kWho) + ": function_file needs a path");
+    o.function_model = FunctionModel::kFile;
+    o.function_file = it->second;
+  }
+  return o;
+}
+
+std::string puma_dialogue_text(const std::vector<PumaTurn>& turns) {
+  if (turns.empty()) return {};
+  std::string out = "\n\nConversation so far:\n";
+  for (const PumaTurn& t : turns) out += t.speaker + ": " + t.text + "\n";
+  return out;
+}
+
+PumaAgentFactory::PumaAgentFactory(PumaOptions options, const AgentContext& context,
+                                   std::unique_ptr<TokenCounter> counter)
+    : options_(std::move(options)), context_(context), counter_(std::move(counter)) {
+  if (!context_.llm.open)
+    throw UsageError("the puma agent needs --model (an OpenAI-compatible server with /v1/completions that serves "
+                     "the PUMA model, e.g. vLLM with the LoRA adapter), or --replay with a recorded --llm-cache");
+  if (!context_.ds) throw UsageError("puma agent: no dataset");
+  if (options_.memory && !context_.embedder) throw UsageError("puma agent: task-specific memory needs an embedder");
+  if (!counter_) counter_ = approximate_token_counter();
+  predictor_ = FunctionPredictor::make(options_.function_model, options_.function_file, context_, kWho);
+  if (options_.memory && options_.memory_options.relevance == RelevanceText::kCompact) {
+    vectors_ = std::make_unique<BehaviourVectors>(*context_.ds, *context_.embedder);
+    options_.memory_options.cache = vectors_.get();
+  }
+}
+
+PumaAgentFactory::~PumaAgentFactory() = default;
+
+std::string PumaAgentFactory::config_json() const {
+  std::string out;
+  JsonWriter w(out);
+  w.begin_object();
+  w.key("agent").value("puma");
+  write_llm_config(w, context_.llm);
+  w.key("memory").value(options_.memory ? "taskspec" : "none");
+  w.key("memory_length").value(options_.memory_options.k);
+  w.key("memory_tokens").value(options_.memory_options.max_tokens);
+  w.key("token_counter").value(counter_->describe());
+  w.key("relevance").value(options_.memory_options.relevance == RelevanceText::kFull ? "full" : "compact");
+  w.key("prompts").value(kPumaPromptsVersion);
+  w.key("function_model").value(predictor_->description());
+  w.key("embedder").value(context_.embedder && options_.memory ? context_.embedder->name() : std::string());
+  w.key("max_new_tokens").value(options_.max_new_tokens);
+  w.end_object();
+  return out;
+}
+
+std::unique_ptr<runner::Agent> PumaAgentFactory::make(const data::Task& task) const {
+  auto model = context_.llm.open(runner::task_key(task), llm::Role::kAgent);
+  if (!model) throw UsageError("puma agent: the run's LLM access gave no model");
+  return std::make_unique<PumaAgent>(*this, context_.llm, std::move(model));
+}
+
+std::string PumaAgentFactory::memory(const data::Task& task, std::string_view predicted_function) const {
+  if (!options_.memory) return "none";
+  return puma_memory(*context_.ds, task, env::task_type_of_function(trim(predicted_function)), *context_.embedder,
+                     options_.memory_options, *counter_);
+}
+
+std::string PumaAgentFactory::prompt(const data::Task& task, std::string_view predicted_function,
+                                     std::string_view memory, const std::vector<PumaTurn>& dialogue) const {
+  std::string_view function = trim(predicted_function);
+  std::string instruction =
+      puma_instruction_text(*context_.ds, task, env::task_type_of_function(function)) + puma_dialogue_text(dialogue);
+  return puma_param_prompt(instruction, memory, function);
+}
+
+}  // namespace pwab::agents

@@ -1,0 +1,79 @@
+// src/agents/puma_agent.h: the PUMA agent `puma` at inference time (reference §4.6b, decisions D1–D3, D9).
+//
+// Per episode: the task function is predicted once (by default with PUMA's function prompt sent to the run's
+// model), the task-specific memory is built for it (the 100 most relevant visible behaviours, cut to 768
+// tokens), and every step sends the parameter prompt (puma_prompt.h, the template training uses) as a raw-text
+// completion to the run's model: a server that serves the fine-tuned model (vLLM with the LoRA adapter, or
+// `pwab puma serve`) or any OpenAI-compatible model. The generated text is mapped to one action: "Say: …" →
+// respond, "stop" → stop, otherwise the predicted tool with the text as its parameter. In multi-turn the
+// conversation so far (the agent's calls and messages, the user's replies) follows the instruction in the
+// prompt, so the model can act on the simulator's feedback. docs/agents/puma.md has the prompts and options.
+#pragma once
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "agents/agent.h"
+#include "agents/function_predictor.h"
+#include "agents/puma_prompt.h"
+
+namespace pwab::agents {
+
+//! Everything that changes the puma agent's behaviour besides the LLM settings (echoed by config_json()).
+struct PumaOptions {
+  bool memory = true;             //!< `--memory taskspec` (default) or `none` (the prompt's memory is "none")
+  PumaMemoryOptions memory_options{};  //!< k = `--memory-length` (default 100), max_tokens = `memory_tokens`
+  FunctionModel function_model = FunctionModel::kPuma;
+  std::filesystem::path function_file;  //!< with FunctionModel::kFile
+  int max_new_tokens = 256;       //!< §5.4: max_new_tokens of the parameter (overridden by the run's max_tokens)
+};
+
+//! Reads AgentOptions: memory "" | taskspec | none, memory_length ≥ 1 (default 100), and the extra keys
+//! `memory_tokens` (≥ 1, default 768), `relevance` (full | compact), `function_model` (puma | fasttext | keywords
+//! | llm), `function_file` (PATH), `max_new_tokens`. UsageError for anything else.
+PumaOptions parse_puma_options(const AgentOptions& options);
+
+//! One turn of a multi-turn conversation as the PUMA prompt shows it.
+struct PumaTurn {
+  std::string speaker;  //!< "Agent" or "User"
+  std::string text;
+};
+//! The conversation so far as appended to the instruction: "" with no turns, else "\n\nConversation so far:\n"
+//! and one "<speaker>: <text>" line per turn.
+std::string puma_dialogue_text(const std::vector<PumaTurn>& turns);
+
+class PumaAgentFactory final : public AgentFactory {
+ public:
+  //! UsageError without an LLM, dataset or (with memory) embedder, or when the function file cannot be read.
+  //! `counter` cuts the memory to its token budget (the approximate LLaMA count when null).
+  PumaAgentFactory(PumaOptions options, const AgentContext& context, std::unique_ptr<TokenCounter> counter = {});
+  ~PumaAgentFactory() override;
+  PumaAgentFactory(const PumaAgentFactory&) = delete;
+  PumaAgentFactory& operator=(const PumaAgentFactory&) = delete;
+
+  std::string name() const override { return "puma"; }
+  //! {"agent": "puma", "model", "temperature", "max_tokens", "seed", "memory", "memory_length", "memory_tokens",
+  //! "token_counter", "relevance", "prompts", "function_model", "embedder", "max_new_tokens"}.
+  std::string config_json() const override;
+  std::unique_ptr<runner::Agent> make(const data::Task& task) const override;
+
+  const PumaOptions& options() const { return options_; }
+  const FunctionPredictor& predictor() const { return *predictor_; }
+  //! The task's memory for a predicted function ("none" without memory, for an unknown function or an empty
+  //! visible history).
+  std::string memory(const data::Task& task, std::string_view predicted_function) const;
+  //! The parameter prompt of a step: the instruction (+ product block for review) + the dialogue so far.
+  std::string prompt(const data::Task& task, std::string_view predicted_function, std::string_view memory,
+                     const std::vector<PumaTurn>& dialogue) const;
+
+ private:
+  PumaOptions options_;
+  AgentContext context_;
+  std::unique_ptr<TokenCounter> counter_;
+  std::unique_ptr<FunctionPredictor> predictor_;
+  std::unique_ptr<BehaviourVectors> vectors_;
+};
+
+}  // namespace pwab::agents
