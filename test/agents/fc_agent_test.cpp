@@ -25,26 +25,14 @@ using fctest::KeywordEmbedder;
 using fctest::ServerLlm;
 using pwab::test::ScriptedReply;
 
-const data::Dataset& ds() {
-  static const data::Dataset d = fctest::tiny();
-  return d;
-}
-const data::Task& task(uint32_t i) { return ds().tasks(data::Split::kTest)[i]; }
+const data::Dataset& ds() { return fctest::tiny_dataset(); }
+const data::Task& task(uint32_t i) { return fctest::tiny_task(i); }
 
 constexpr const char* kSearchArgs = R"({"query": "red electric kettle"})";
 
-//! The environment of the tiny dataset: search always answers kettle 2 then kettle 1 (task 0's target, rank 2 of
-//! 2: R = 0.5); recommendation answers the socks first (task 1's target).
-struct Fixture {
-  KeywordEmbedder embedder;
-  fctest::FixedSearch search{{"B0KETTLE02", "B0KETTLE01"}};
-  fctest::FixedRecommend recommend{{"B0SOCKS001", "B0MUG00001"}};
-  env::Environment env{ds(), &search, &recommend, embedder};
-  ServerLlm llm;
-  pwab::test::TempDir cache;
-
+struct Fixture : fctest::AgentWorld {
   AgentContext context(LlmAccess access) {
-    AgentContext c = fctest::context_of(&ds(), &embedder, cache.path(), 7);
+    AgentContext c = AgentWorld::context();
     c.llm = std::move(access);
     return c;
   }
@@ -56,12 +44,6 @@ struct Fixture {
     o.extra = std::move(extra);
     return make_agent_factory("fc", o, context(llm.access()));
   }
-  runner::EpisodeResult run(const AgentFactory& f, const data::Task& t, runner::Track track = runner::Track::kSingleTurn,
-                            env::UserChannel* user = nullptr, int max_steps = 10) {
-    auto agent = f.make(t);
-    return runner::run_episode(env, t, *agent, user, {track, max_steps});
-  }
-  json body(std::size_t i) const { return json::parse(llm.server.requests().at(i).body); }
 };
 
 int count_rules(const std::string& prompt) {

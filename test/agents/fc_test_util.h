@@ -10,13 +10,17 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "agents/agent.h"
 #include "data/dataset.h"
 #include "embed/embedder.h"
 #include "env/environment.h"
 #include "llm/http_chat_model.h"
 #include "llm/ledger.h"
+#include "runner/episode.h"
 #include "support/openai_test_server.h"
+#include "support/test_support.h"
 
 namespace pwab::agents::fctest {
 
@@ -184,6 +188,43 @@ struct ServerLlm {
     };
     return a;
   }
+};
+
+//! tiny(), built once.
+inline const data::Dataset& tiny_dataset() {
+  static const data::Dataset d = tiny();
+  return d;
+}
+inline const data::Task& tiny_task(uint32_t i) { return tiny_dataset().tasks(data::Split::kTest)[i]; }
+
+//! What every LLM agent test runs in: an environment whose search always answers kettle 2 then kettle 1 (task 0's
+//! target ranks 2 of 2: R = 0.5) and whose recommender answers the socks first (task 1's target), the loopback
+//! LLM behind a metered LlmAccess, and a cache directory.
+struct AgentWorld {
+  explicit AgentWorld(const data::Dataset& ds = tiny_dataset()) : dataset(ds) {}
+
+  const data::Dataset& dataset;
+  KeywordEmbedder embedder;
+  FixedSearch search{{"B0KETTLE02", "B0KETTLE01"}};
+  FixedRecommend recommend{{"B0SOCKS001", "B0MUG00001"}};
+  env::Environment env{dataset, &search, &recommend, embedder};
+  ServerLlm llm;
+  pwab::test::TempDir cache;
+
+  //! The agent context `pwab run` would build: this world's dataset, embedder and cache, seed 7, the LLM.
+  AgentContext context(std::string model = "gpt-4o-mini") {
+    AgentContext c = context_of(&dataset, &embedder, cache.path(), 7);
+    c.llm = llm.access(std::move(model));
+    return c;
+  }
+  //! One episode of `t` with a fresh agent of `f`.
+  runner::EpisodeResult run(const AgentFactory& f, const data::Task& t, runner::Track track = runner::Track::kSingleTurn,
+                            env::UserChannel* user = nullptr, int max_steps = 10) {
+    auto agent = f.make(t);
+    return runner::run_episode(env, t, *agent, user, {track, max_steps});
+  }
+  //! The body of the i-th request the server received.
+  nlohmann::json body(std::size_t i) const { return nlohmann::json::parse(llm.server.requests().at(i).body); }
 };
 
 }  // namespace pwab::agents::fctest

@@ -48,27 +48,17 @@ std::vector<const data::Task*> all_tasks() {
 
 constexpr const char* kSearchArgs = R"({"query": "red electric kettle"})";
 
-struct Fixture {
-  KeywordEmbedder embedder;
-  fctest::FixedSearch search{{"B0KETTLE02", "B0KETTLE01"}};
-  fctest::FixedRecommend recommend{{"B0SOCKS001", "B0MUG00001"}};
-  env::Environment env{ds(), &search, &recommend, embedder};
-  ServerLlm llm;
-  pwab::test::TempDir dir;
+struct Fixture : fctest::AgentWorld {
+  Fixture() : AgentWorld(ds()) {}
+  pwab::test::TempDir& dir = cache;
 
   std::unique_ptr<InterecAgentFactory> factory(std::string init, std::string memory_file = "") {
     AgentOptions o;
     o.extra["interec_init"] = std::move(init);
     if (!memory_file.empty()) o.extra["interec_memory"] = memory_file;
-    AgentContext c = fctest::context_of(&ds(), &embedder, dir.path(), 7);
-    c.llm = llm.access();
-    return std::make_unique<InterecAgentFactory>(parse_interec_options(o), c);
+    return std::make_unique<InterecAgentFactory>(parse_interec_options(o), context());
   }
-  runner::EpisodeResult run(const AgentFactory& f, const data::Task& t) {
-    auto agent = f.make(t);  // destroyed at the end of this call: the update happens then
-    return runner::run_episode(env, t, *agent, nullptr, {runner::Track::kSingleTurn, 10});
-  }
-  json body(std::size_t i) const { return json::parse(llm.server.requests().at(i).body); }
+  // AgentWorld::run destroys the agent at the end of the call: the memory update happens then.
 };
 
 TEST(InterecAgent, RegisteredAndOptions) {

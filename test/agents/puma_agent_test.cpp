@@ -22,32 +22,19 @@ using fctest::KeywordEmbedder;
 using fctest::ServerLlm;
 using pwab::test::ScriptedReply;
 
-const data::Dataset& ds() {
-  static const data::Dataset d = fctest::tiny();
-  return d;
-}
-const data::Task& task(uint32_t i) { return ds().tasks(data::Split::kTest)[i]; }
+const data::Dataset& ds() { return fctest::tiny_dataset(); }
+const data::Task& task(uint32_t i) { return fctest::tiny_task(i); }
 
-struct Fixture {
-  KeywordEmbedder embedder;
-  fctest::FixedSearch search{{"B0KETTLE02", "B0KETTLE01"}};
-  fctest::FixedRecommend recommend{{"B0SOCKS001", "B0MUG00001"}};
-  env::Environment env{ds(), &search, &recommend, embedder};
-  ServerLlm llm;
-  pwab::test::TempDir cache;
-
+struct Fixture : fctest::AgentWorld {
   std::unique_ptr<AgentFactory> factory(std::map<std::string, std::string> extra = {}, std::string memory = "",
                                         std::optional<int> k = std::nullopt) {
     AgentOptions o;
     o.memory = std::move(memory);
     o.memory_length = k;
     o.extra = std::move(extra);
-    AgentContext c = fctest::context_of(&ds(), &embedder, cache.path(), 7);
-    c.llm = llm.access("puma-lora");
-    return make_agent_factory("puma", o, c);
+    return make_agent_factory("puma", o, context("puma-lora"));
   }
   PumaAgentFactory& puma(AgentFactory& f) { return dynamic_cast<PumaAgentFactory&>(f); }
-  json body(std::size_t i) const { return json::parse(llm.server.requests().at(i).body); }
   std::string path(std::size_t i) const { return llm.server.requests().at(i).path; }
 };
 

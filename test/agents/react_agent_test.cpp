@@ -22,11 +22,8 @@ using fctest::KeywordEmbedder;
 using fctest::ServerLlm;
 using pwab::test::ScriptedReply;
 
-const data::Dataset& ds() {
-  static const data::Dataset d = fctest::tiny();
-  return d;
-}
-const data::Task& task(uint32_t i) { return ds().tasks(data::Split::kTest)[i]; }
+const data::Dataset& ds() { return fctest::tiny_dataset(); }
+const data::Task& task(uint32_t i) { return fctest::tiny_task(i); }
 
 constexpr const char* kSearchArgs = R"({"query": "red electric kettle"})";
 
@@ -34,30 +31,15 @@ std::string step(std::string_view action, std::string_view args) {
   return "Thought:\nI know what to do.\nAction:\n" + std::string(action) + "\nArguments:\n" + std::string(args);
 }
 
-struct Fixture {
-  KeywordEmbedder embedder;
-  fctest::FixedSearch search{{"B0KETTLE02", "B0KETTLE01"}};
-  fctest::FixedRecommend recommend{{"B0SOCKS001", "B0MUG00001"}};
-  env::Environment env{ds(), &search, &recommend, embedder};
-  ServerLlm llm;
-  pwab::test::TempDir cache;
-
+struct Fixture : fctest::AgentWorld {
   std::unique_ptr<AgentFactory> factory(const std::string& name = "react", const std::string& memory = "none",
                                         int k = 10, std::map<std::string, std::string> extra = {}) {
     AgentOptions o;
     o.memory = memory;
     o.memory_length = k;
     o.extra = std::move(extra);
-    AgentContext c = fctest::context_of(&ds(), &embedder, cache.path(), 7);
-    c.llm = llm.access();
-    return make_agent_factory(name, o, c);
+    return make_agent_factory(name, o, context());
   }
-  runner::EpisodeResult run(const AgentFactory& f, const data::Task& t, runner::Track track = runner::Track::kSingleTurn,
-                            env::UserChannel* user = nullptr, int max_steps = 10) {
-    auto agent = f.make(t);
-    return runner::run_episode(env, t, *agent, user, {track, max_steps});
-  }
-  json body(std::size_t i) const { return json::parse(llm.server.requests().at(i).body); }
 };
 
 TEST(ReactAgent, RegisteredWithOptions) {

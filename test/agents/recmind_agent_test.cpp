@@ -20,31 +20,18 @@ using fctest::KeywordEmbedder;
 using fctest::ServerLlm;
 using pwab::test::ScriptedReply;
 
-const data::Dataset& ds() {
-  static const data::Dataset d = fctest::tiny();
-  return d;
-}
-const data::Task& task(uint32_t i) { return ds().tasks(data::Split::kTest)[i]; }
+const data::Dataset& ds() { return fctest::tiny_dataset(); }
+const data::Task& task(uint32_t i) { return fctest::tiny_task(i); }
 
 constexpr const char* kSearchArgs = R"({"query": "red electric kettle"})";
 
-struct Fixture {
-  KeywordEmbedder embedder;
-  fctest::FixedSearch search{{"B0KETTLE02", "B0KETTLE01"}};
-  fctest::FixedRecommend recommend{{"B0SOCKS001", "B0MUG00001"}};
-  env::Environment env{ds(), &search, &recommend, embedder};
-  ServerLlm llm;
-  pwab::test::TempDir cache;
-
+struct Fixture : fctest::AgentWorld {
   std::unique_ptr<AgentFactory> factory(int k = 10, std::map<std::string, std::string> extra = {}) {
     AgentOptions o;
     o.memory_length = k;
     o.extra = std::move(extra);
-    AgentContext c = fctest::context_of(&ds(), &embedder, cache.path(), 7);
-    c.llm = llm.access();
-    return make_agent_factory("recmind", o, c);
+    return make_agent_factory("recmind", o, context());
   }
-  json body(std::size_t i) const { return json::parse(llm.server.requests().at(i).body); }
 };
 
 int count_rules(const std::string& prompt) {
