@@ -16,7 +16,6 @@
 
 #include <algorithm>
 #include <nlohmann/json.hpp>
-#include <queue>
 #include <unordered_map>
 
 #include "core/error.h"
@@ -242,6 +241,20 @@ class HfBpeTokenizer final : public Tokenizer {
       merges_.try_emplace(pair_key(l, r), rank++, merged);  // the first occurrence ranks
     }
 
+    // Whether the text may be cut into words before each "▁" that follows another character (a pure speed-up):
+    // only when no ordinary piece holds such a "▁" (sentencepiece-trained vocabularies never do).
+    split_at_words_ = true;
+    for (int32_t id = 0; id < n && split_at_words_; ++id) {
+      const std::string& p = pieces_[id];
+      if (kind_[id] != Kind::kNormal) continue;
+      for (std::size_t pos = p.find(kSpaceMark, 1); pos != std::string::npos; pos = p.find(kSpaceMark, pos + 1)) {
+        if (pos < kSpaceMark.size() || p.compare(pos - kSpaceMark.size(), kSpaceMark.size(), kSpaceMark) != 0) {
+          split_at_words_ = false;
+          break;
+        }
+      }
+    }
+
     // Normalizer and pre-tokenizer.
     load_normalizer(j.value("normalizer", json()));
     const json pre = j.value("pre_tokenizer", json());
@@ -343,7 +356,17 @@ class HfBpeTokenizer final : public Tokenizer {
         return;
       }
     }
-    bpe_word(s, out);
+    if (!split_at_words_) return bpe_word(s, out);
+    // No piece spans a "▁" that follows another character, so each such word can be merged on its own: the
+    // same result as one BPE over the whole section, with small heaps instead of one over the whole text.
+    std::size_t begin = 0;
+    for (std::size_t pos = s.find(kSpaceMark, 1); pos != std::string::npos; pos = s.find(kSpaceMark, pos + 1)) {
+      if (pos >= kSpaceMark.size() && s.compare(pos - kSpaceMark.size(), kSpaceMark.size(), kSpaceMark) == 0)
+        continue;  // inside a run of "▁": whitespace-only pieces may span it
+      bpe_word(std::string_view(s).substr(begin, pos - begin), out);
+      begin = pos;
+    }
+    bpe_word(std::string_view(s).substr(begin), out);
   }
 
   static std::string replace_all(const std::string& s, const std::string& from, const std::string& to) {
@@ -366,15 +389,17 @@ class HfBpeTokenizer final : public Tokenizer {
   };
   struct Candidate {
     int32_t rank, pos, left_id, right_id, merged_id;
-    bool operator<(const Candidate& o) const {  // std::priority_queue is a max-heap: "less" = later
+    bool operator<(const Candidate& o) const {  // the std heap is a max-heap: "less" = merged later
       return rank != o.rank ? rank > o.rank : pos > o.pos;
     }
   };
 
   void bpe_word(std::string_view w, std::vector<int32_t>& out) const {
     if (w.empty()) return;
-    std::vector<Symbol> syms;
-    syms.reserve(w.size());
+    // Per-thread scratch buffers: words are short and many, so allocation would dominate.
+    thread_local std::vector<Symbol> syms;
+    thread_local std::vector<Candidate> heap_storage;
+    syms.clear();
     auto push = [&](int32_t id) {
       const auto k = static_cast<int32_t>(syms.size());
       syms.push_back({id, k - 1, -1, true});
@@ -397,17 +422,22 @@ class HfBpeTokenizer final : public Tokenizer {
       }  // no unknown token and no byte for it: the character is dropped (tokenizers would fail)
     }
 
-    std::priority_queue<Candidate> heap;
+    // A binary heap (std::push_heap / pop_heap over the scratch vector): lowest rank first, then leftmost.
+    auto& heap = heap_storage;
+    heap.clear();
     auto consider = [&](int32_t pos) {
       if (pos < 0 || syms[pos].next < 0) return;
       const int32_t l = syms[pos].id, r = syms[syms[pos].next].id;
       auto it = merges_.find(pair_key(l, r));
-      if (it != merges_.end()) heap.push({it->second.first, pos, l, r, it->second.second});
+      if (it == merges_.end()) return;
+      heap.push_back({it->second.first, pos, l, r, it->second.second});
+      std::push_heap(heap.begin(), heap.end());
     };
     for (int32_t k = 0; k + 1 < static_cast<int32_t>(syms.size()); ++k) consider(k);
     while (!heap.empty()) {
-      const Candidate c = heap.top();
-      heap.pop();
+      std::pop_heap(heap.begin(), heap.end());
+      const Candidate c = heap.back();
+      heap.pop_back();
       Symbol& left = syms[c.pos];
       // Stale entries: the left symbol was merged away or changed, or its right neighbour changed.
       if (!left.alive || left.id != c.left_id || left.next < 0 || syms[left.next].id != c.right_id) continue;
@@ -440,6 +470,7 @@ class HfBpeTokenizer final : public Tokenizer {
   std::string metaspace_;
   Prepend metaspace_prepend_ = Prepend::kAlways;
   bool strip_leading_space_ = false;
+  bool split_at_words_ = false;
 };
 
 }  // namespace
