@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Installs every Debian package pwab needs to build, test and benchmark. Idempotent: packages that are
-# already installed are skipped, and apt is not touched at all when nothing is missing.
+# Installs every Debian package pwab needs to build, test and benchmark, and unpacks Debian's sentencepiece source
+# (fetched with `apt-get source`) into $PWAB_VENDOR_DIR (default /usr/local/src/pwab), where CMake builds it
+# against the system protobuf (docs/dependencies.md says why). Idempotent: packages that are already installed are
+# skipped, the source is fetched once (a stamp file records it), and apt is not touched when nothing is missing.
 #   scripts/install-deps.sh               build + test dependencies
 #   scripts/install-deps.sh --with-parity also the Java/Lucene reference used by the search parity test
 #   scripts/install-deps.sh --check       exit 1 (and list them) if any package is missing; installs nothing
@@ -15,6 +17,7 @@ packages=(
   libcpp-httplib-dev libcurl4-openssl-dev
   libsqlite3-dev libcli11-dev libspdlog-dev libfmt-dev
   libgtest-dev libgmock-dev libbenchmark-dev
+  protobuf-compiler                                 # the vendored sentencepiece, built against system protobuf
 )
 parity_packages=(default-jdk-headless liblucene8-java)
 
@@ -28,22 +31,75 @@ for arg in "$@"; do
   esac
 done
 
-missing=()
-for p in "${packages[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
+# Debian's sentencepiece source: the exact version, and the SHA-256 of its upstream tarball (apt also checks both
+# tarballs against the signed archive index, and dpkg-source checks them against the .dsc).
+spm_version=0.1.97-3
+spm_orig_sha256=56430381f45dc6debfd2e0cbde4f039f9499c49ca825af184b0cbf318c17a18f
+vendor_dir=${PWAB_VENDOR_DIR:-/usr/local/src/pwab}
+spm_dir="$vendor_dir/sentencepiece-${spm_version%-*}"
+spm_stamp="$spm_dir/.pwab-vendored"
 
-if [ ${#missing[@]} -eq 0 ]; then
+missing=()
+installed=" $(dpkg-query -W -f='${Package}:${Status}\n' "${packages[@]}" 2>/dev/null |
+              sed -n 's/:install ok installed$//p' | tr '\n' ' ' || true) "
+for p in "${packages[@]}"; do
+  [[ "$installed" == *" $p "* ]] || missing+=("$p")
+done
+need_spm=0
+grep -qx "sentencepiece $spm_version upstream" "$spm_stamp" 2>/dev/null || need_spm=1
+
+if [ ${#missing[@]} -eq 0 ] && [ "$need_spm" = 0 ]; then
   exit 0
 fi
 if [ "$check_only" = 1 ]; then
-  echo "missing packages: ${missing[*]}" >&2
+  [ ${#missing[@]} -eq 0 ] || echo "missing packages: ${missing[*]}" >&2
+  [ "$need_spm" = 0 ] || echo "missing: sentencepiece $spm_version source in $spm_dir" >&2
   exit 1
 fi
 
-echo "install-deps.sh: installing ${missing[*]}" >&2
 SUDO=""
 if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
 export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -qq
-$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "install-deps.sh: installing ${missing[*]}" >&2
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# The sentencepiece source, once. Debian's libsentencepiece.so bundles protobuf-lite 3.14 and crashes any process
+# that also loads libtorch (which uses the system protobuf 3.21), so pwab builds it from Debian's source package.
+# apt-get source needs deb-src entries; they are derived from the system's own deb entries (deb822 .sources files
+# and classic one-line lists alike) into a private list, so the system's apt configuration is left untouched.
+if [ "$need_spm" = 1 ]; then
+  echo "install-deps.sh: fetching the sentencepiece $spm_version source from the Debian archive into $spm_dir" >&2
+  work=$(mktemp -d)
+  trap 'rm -rf "$work"' EXIT
+  mkdir -p "$work/parts" "$work/lists/partial" "$work/cache/archives/partial" "$work/dl"
+  for f in /etc/apt/sources.list.d/*.sources; do
+    [ -f "$f" ] && sed -E 's/^Types:.*$/Types: deb-src/' "$f" > "$work/parts/$(basename "$f")"
+  done
+  cat /etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null | sed -nE 's/^deb[[:space:]]/deb-src /p' \
+    > "$work/src.list" || true
+  # apt drops privileges to _apt for downloads; let it write there.
+  if [ "$(id -u)" = 0 ] && id _apt >/dev/null 2>&1; then chown -R _apt "$work"; fi
+  apt_opts=(-o "Dir::Etc::SourceList=$work/src.list" -o "Dir::Etc::SourceParts=$work/parts"
+            -o "Dir::State::Lists=$work/lists" -o "Dir::Cache=$work/cache")
+  $SUDO apt-get "${apt_opts[@]}" update -qq
+  (cd "$work/dl" && $SUDO apt-get "${apt_opts[@]}" source -qq --download-only "sentencepiece=$spm_version")
+  orig="$work/dl/sentencepiece_${spm_version%-*}.orig.tar.gz"
+  echo "$spm_orig_sha256  $orig" | sha256sum -c --quiet - || {
+    echo "install-deps.sh: $orig does not have the expected SHA-256" >&2; exit 1; }
+  # The upstream 0.1.97 release as Debian ships it (its orig tarball), without Debian's patch series: those are
+  # cherry-picks towards 0.1.98, one of which (0023, init.h) hardwires the bundled protobuf-lite headers and so
+  # cannot build against the system protobuf, and one removes the static library targets pwab links.
+  # (dpkg-source verifies the tarballs against the .dsc; it cannot verify the uploader's signature without the
+  # Debian keyring, which is fine: apt already checked the .dsc against the signed archive index.)
+  (cd "$work/dl" && dpkg-source -x --skip-patches "sentencepiece_$spm_version.dsc" src >"$work/unpack.log" 2>&1) || {
+    cat "$work/unpack.log" >&2; exit 1; }
+  echo "sentencepiece $spm_version upstream" > "$work/dl/src/.pwab-vendored"
+  $SUDO mkdir -p "$vendor_dir"
+  $SUDO rm -rf "$spm_dir.tmp" "$spm_dir"
+  $SUDO cp -a "$work/dl/src" "$spm_dir.tmp"
+  $SUDO chown -R root:root "$spm_dir.tmp" 2>/dev/null || true
+  $SUDO mv "$spm_dir.tmp" "$spm_dir"
+fi
