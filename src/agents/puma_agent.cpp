@@ -107,9 +107,13 @@ PumaOptions parse_puma_options(const AgentOptions& options) {
       o.function_model = parse_function_model(value, kWho);
     } else if (key == "max_new_tokens") {
       o.max_new_tokens = parse_int(key, value, 1, 100000);
+    } else if (key == "tokenizer") {
+      if (value.empty()) throw UsageError(std::string(kWho) + ": tokenizer needs a path");
+      o.tokenizer = value;
     } else if (key != "function_file") {
       throw UsageError(std::string(kWho) + ": unknown option '" + key +
-                       "' (available: memory_tokens, relevance, function_model, function_file, max_new_tokens)");
+                       "' (available: memory_tokens, relevance, function_model, function_file, max_new_tokens, "
+                       "tokenizer)");
     }
   }
   if (auto it = options.extra.find("function_file"); it != options.extra.end()) {
@@ -135,6 +139,13 @@ PumaAgentFactory::PumaAgentFactory(PumaOptions options, const AgentContext& cont
                      "the PUMA model, e.g. vLLM with the LoRA adapter), or --replay with a recorded --llm-cache");
   if (!context_.ds) throw UsageError("puma agent: no dataset");
   if (options_.memory && !context_.embedder) throw UsageError("puma agent: task-specific memory needs an embedder");
+  if (!counter_ && !options_.tokenizer.empty()) {
+    try {
+      counter_ = tokenizer_token_counter(tok::load_tokenizer(options_.tokenizer));
+    } catch (const Error& e) {
+      throw UsageError(std::string(kWho) + ": tokenizer: " + e.what());
+    }
+  }
   if (!counter_) counter_ = approximate_token_counter();
   predictor_ = FunctionPredictor::make(options_.function_model, options_.function_file, context_, kWho);
   if (options_.memory && options_.memory_options.relevance == RelevanceText::kCompact) {

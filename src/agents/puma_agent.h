@@ -28,11 +28,14 @@ struct PumaOptions {
   FunctionModel function_model = FunctionModel::kPuma;
   std::filesystem::path function_file;  //!< with FunctionModel::kFile
   int max_new_tokens = 256;       //!< §5.4: max_new_tokens of the parameter (overridden by the run's max_tokens)
+  //! A model directory (or tokenizer.model / tokenizer.json) whose tokenizer counts the memory budget; empty =
+  //! the approximate LLaMA count.
+  std::filesystem::path tokenizer;
 };
 
 //! Reads AgentOptions: memory "" | taskspec | none, memory_length ≥ 1 (default 100), and the extra keys
 //! `memory_tokens` (≥ 1, default 768), `relevance` (full | compact), `function_model` (puma | fasttext | keywords
-//! | llm), `function_file` (PATH), `max_new_tokens`. UsageError for anything else.
+//! | llm), `function_file` (PATH), `max_new_tokens`, `tokenizer` (PATH). UsageError for anything else.
 PumaOptions parse_puma_options(const AgentOptions& options);
 
 //! One turn of a multi-turn conversation as the PUMA prompt shows it.
@@ -47,7 +50,8 @@ std::string puma_dialogue_text(const std::vector<PumaTurn>& turns);
 class PumaAgentFactory final : public AgentFactory {
  public:
   //! UsageError without an LLM, dataset or (with memory) embedder, or when the function file cannot be read.
-  //! `counter` cuts the memory to its token budget (the approximate LLaMA count when null).
+  //! `counter` cuts the memory to its token budget (when null: the tokenizer of options.tokenizer, else the
+  //! approximate LLaMA count). A tokenizer that cannot be loaded is a UsageError naming the path.
   PumaAgentFactory(PumaOptions options, const AgentContext& context, std::unique_ptr<TokenCounter> counter = {});
   ~PumaAgentFactory() override;
   PumaAgentFactory(const PumaAgentFactory&) = delete;

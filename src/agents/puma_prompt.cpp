@@ -1,5 +1,6 @@
 #include "agents/puma_prompt.h"
 
+#include "core/error.h"
 #include "core/json_writer.h"
 #include "core/text.h"
 #include "env/tools.h"
@@ -58,6 +59,30 @@ class ApproximateTokenCounter final : public TokenCounter {
   std::string describe() const override { return "approximate-llama/1"; }
 };
 
+class TokenizerCounter final : public TokenCounter {
+ public:
+  explicit TokenizerCounter(std::shared_ptr<const tok::Tokenizer> t) : tokenizer_(std::move(t)) {}
+  std::string truncate(std::string_view text, int max_tokens) const override {
+    const std::size_t budget = static_cast<std::size_t>(std::max(1, max_tokens));
+    // The approximate count is within a small factor of LLaMA's; twice the budget plus a margin, ended at a
+    // space, holds the first `budget` tokens whenever the approximation is not off by more than that.
+    int count = 0;
+    std::size_t keep = approximate_prefix(text, 2 * max_tokens + 64, count);
+    if (keep < text.size()) {
+      std::size_t space = text.rfind(' ', keep);
+      std::string_view prefix = text.substr(0, space == std::string_view::npos || space == 0 ? keep : space);
+      if (tokenizer_->encode(prefix, true, false).size() > budget) return tok::truncate_to_tokens(*tokenizer_, prefix, budget);
+    }
+    return tok::truncate_to_tokens(*tokenizer_, text, budget);
+  }
+  std::string describe() const override {
+    return std::string(tokenizer_->backend()) + " " + tokenizer_->fingerprint();
+  }
+
+ private:
+  std::shared_ptr<const tok::Tokenizer> tokenizer_;
+};
+
 std::string store_text(const data::Product& p) { return p.store ? *p.store : std::string("None"); }
 
 std::string content_json(std::string_view key, std::string_view text) {
@@ -111,6 +136,11 @@ std::string puma_generated_part(std::string_view generated, std::string_view mar
 }
 
 std::unique_ptr<TokenCounter> approximate_token_counter() { return std::make_unique<ApproximateTokenCounter>(); }
+
+std::unique_ptr<TokenCounter> tokenizer_token_counter(std::shared_ptr<const tok::Tokenizer> tokenizer) {
+  if (!tokenizer) throw UsageError("tokenizer_token_counter: no tokenizer");
+  return std::make_unique<TokenizerCounter>(std::move(tokenizer));
+}
 
 int approximate_token_count(std::string_view text) {
   int count = 0;

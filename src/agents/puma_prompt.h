@@ -18,6 +18,7 @@
 #include "data/dataset.h"
 #include "embed/embedder.h"
 #include "env/environment.h"
+#include "tok/tokenizer.h"
 
 namespace pwab::agents {
 
@@ -59,6 +60,9 @@ class TokenCounter {
 std::unique_ptr<TokenCounter> approximate_token_counter();
 //! The approximate count of `text` (no BOS).
 int approximate_token_count(std::string_view text);
+//! The model's own count (tok::truncate_to_tokens: BOS counted, decoded without special tokens). Long texts
+//! are first cut to a generous approximate prefix at a space, so a 100-item memory is not encoded whole.
+std::unique_ptr<TokenCounter> tokenizer_token_counter(std::shared_ptr<const tok::Tokenizer> tokenizer);
 
 struct PumaMemoryOptions {
   int k = 100;           //!< relevant behaviours retrieved (§5.2: mem_length 100)

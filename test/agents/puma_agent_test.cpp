@@ -345,5 +345,31 @@ TEST(PumaAgent, InfrastructureErrorsPassThrough) {
                llm::InfraError);
 }
 
+TEST(PumaAgent, TheModelsTokenizerCountsTheBudget) {
+  // A small LLaMA-style vocabulary trained on product text stands in for the model's tokenizer.model.
+  Fixture fx;
+  std::vector<std::string> texts;
+  for (int i = 0; i < 300; ++i)
+    texts.push_back("Title:Red Electric Kettle " + std::to_string(i) + "\nMain Category:Amazon Home\nPrice:29.99\n"
+                    "Store:Voltrix\n|Rating:5.0\nText:Boils fast, love this kettle. Solid, a bit loud.\n");
+  tok::SpmTrainOptions so;
+  so.vocab_size = 400;
+  tok::train_sentencepiece(texts, fx.cache.path() / "model", so);
+  auto f = fx.factory({{"tokenizer", (fx.cache.path() / "model").string()}, {"memory_tokens", "20"}});
+  json c = json::parse(f->config_json());
+  EXPECT_EQ(c["token_counter"].get<std::string>().rfind("sentencepiece ", 0), 0u) << c.dump();
+  std::shared_ptr<const tok::Tokenizer> t = tok::load_tokenizer(fx.cache.path() / "model");
+  std::string memory = fx.puma(*f).memory(task(0), "search_product_by_query");
+  EXPECT_LE(t->encode(memory, true, false).size(), 20u);
+  EXPECT_GE(t->encode(memory, true, false).size(), 15u);
+  // The counter's prefix shortcut gives exactly what cutting the whole text gives.
+  auto counter = tokenizer_token_counter(t);
+  std::string long_text;
+  for (const auto& x : texts) long_text += x;
+  for (int budget : {1, 5, 64, 500, 3000})
+    EXPECT_EQ(counter->truncate(long_text, budget), tok::truncate_to_tokens(*t, long_text, budget)) << budget;
+  EXPECT_THROW(fx.factory({{"tokenizer", (fx.cache.path() / "nothing").string()}}), UsageError);
+}
+
 }  // namespace
 }  // namespace pwab::agents
