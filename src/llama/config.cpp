@@ -208,7 +208,8 @@ std::string LlamaConfig::to_json() const {
   if (rope_scaling.type == RopeScaling::kNone) {
     j["rope_scaling"] = nullptr;
   } else if (rope_scaling.type == RopeScaling::kLinear) {
-    j["rope_scaling"] = {{"rope_type", "linear"}, {"factor", rope_scaling.factor}};
+    // "type": the key every transformers version reads (before 4.43 it had to be exactly {type, factor})
+    j["rope_scaling"] = {{"type", "linear"}, {"factor", rope_scaling.factor}};
   } else {
     j["rope_scaling"] = {{"rope_type", "llama3"},
                          {"factor", rope_scaling.factor},

@@ -280,6 +280,9 @@ std::vector<double> rope_inv_freq(const LlamaConfig& c) {
 
 LlamaModelImpl::LlamaModelImpl(LlamaConfig config, const torch::TensorOptions& options) : config_(std::move(config)) {
   config_.validate("(model construction)");
+  if (options.dtype() == caffe2::TypeMeta::Make<c10::Half>() && options.device().is_cpu())
+    throw UsageError("LLaMA: float16 computation needs a CUDA device (libtorch 1.13 has no float16 matmul on the "
+                     "CPU); use bfloat16 or float32 on the CPU");
   const auto& c = config_;
   backbone_ = register_module("model", std::make_shared<torch::nn::Module>());
   embed_tokens_ = backbone_->register_module("embed_tokens", Embedding(c.vocab_size, c.hidden_size, options));

@@ -196,6 +196,8 @@ TEST(LlamaModel, ComputesInBfloat16) {
   const double err = max_diff(logits, expected_logits("logits", 0));
   EXPECT_LT(err, 0.25);  // bf16 keeps ~3 significant digits
   EXPECT_GT(err, 0.0);
+  // float16 matmuls do not exist on the CPU: a clear error instead of a libtorch failure mid-forward
+  EXPECT_THROW(load_fixture("f16", torch::kFloat16), UsageError);
 }
 
 TEST(LlamaModel, SaveLoadRoundTrips) {
