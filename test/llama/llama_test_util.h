@@ -57,6 +57,12 @@ inline double max_diff(const torch::Tensor& a, const torch::Tensor& b) {
   return (a.to(torch::kFloat64) - b.to(torch::kFloat64)).abs().max().item<double>();
 }
 
+//! Largest difference to reference logits, relative where they exceed 1 (float32 rounding grows with magnitude).
+inline double ref_diff(const torch::Tensor& a, const torch::Tensor& reference) {
+  auto r = reference.to(torch::kFloat64);
+  return ((a.to(torch::kFloat64) - r).abs() / r.abs().clamp_min(1.0)).max().item<double>();
+}
+
 //! The fixture's tensors as TensorData, to rewrite (dropped, renamed, reshaped, re-typed).
 inline std::vector<safetensors::TensorData> fixture_tensors(const std::string& name = "f32") {
   auto f = safetensors::File::open(fixture_dir(name) / "model.safetensors");

@@ -25,7 +25,7 @@ TEST(LlamaModel, MatchesReferenceLogitsForEveryStoredDtypeAndShards) {
     auto model = load_fixture(name);
     EXPECT_EQ(model->dtype(), torch::kFloat32);
     for (std::size_t i = 0; i < expected()["sequences"].size(); ++i)
-      EXPECT_LT(max_diff(logits_of(*model, sequence(i)), expected_logits("logits", i)), kTol) << name << " seq " << i;
+      EXPECT_LT(ref_diff(logits_of(*model, sequence(i)), expected_logits("logits", i)), kTol) << name << " seq " << i;
   }
 }
 
@@ -42,7 +42,7 @@ TEST(LlamaModel, Llama3RopeScalingMatchesReference) {
   config.write(dir / "config.json");
   auto model = load_model(dir.path(), quiet());
   for (std::size_t i = 0; i < expected()["sequences"].size(); ++i)
-    EXPECT_LT(max_diff(logits_of(*model, sequence(i)), expected_logits("logits_llama3", i)), kTol) << i;
+    EXPECT_LT(ref_diff(logits_of(*model, sequence(i)), expected_logits("logits_llama3", i)), kTol) << i;
   // and the scaling matters: the plain model's last logits differ
   auto plain = load_fixture();
   EXPECT_GT(max_diff(logits_of(*model, sequence(0)), logits_of(*plain, sequence(0))), 1e-3);
@@ -58,12 +58,12 @@ TEST(LlamaModel, TiedEmbeddingsMatchReference) {
   st::write_file(dir / "model.safetensors", tensors);
   auto model = load_model(dir.path(), quiet());
   for (std::size_t i = 0; i < expected()["sequences"].size(); ++i)
-    EXPECT_LT(max_diff(logits_of(*model, sequence(i)), expected_logits("logits_tied", i)), kTol) << i;
+    EXPECT_LT(ref_diff(logits_of(*model, sequence(i)), expected_logits("logits_tied", i)), kTol) << i;
   // saving a tied model writes no lm_head
   test::TempDir out;
   save_model(*model, out.path());
   EXPECT_EQ(st::File::open(out / "model.safetensors").find("lm_head.weight"), nullptr);
-  EXPECT_LT(max_diff(logits_of(*load_model(out.path(), quiet()), sequence(0)), expected_logits("logits_tied", 0)),
+  EXPECT_LT(ref_diff(logits_of(*load_model(out.path(), quiet()), sequence(0)), expected_logits("logits_tied", 0)),
             kTol);
 }
 
@@ -139,7 +139,7 @@ TEST(LlamaModel, PaddingLeftOrRightGivesUnpaddedLogits) {
     auto logits = model->forward(ids, mask);
     for (std::size_t r = 0; r < rows.size(); ++r) {
       const int64_t n = int64_t(rows[r].size()), start = left ? ids.size(1) - n : 0;
-      EXPECT_LT(max_diff(logits[r].narrow(0, start, n), expected_logits("logits", r)), kTol)
+      EXPECT_LT(ref_diff(logits[r].narrow(0, start, n), expected_logits("logits", r)), kTol)
           << (left ? "left" : "right") << " row " << r;
     }
   }
@@ -185,7 +185,7 @@ TEST(LlamaModel, GroupedQueryAttentionEqualsRepeatedHeads) {
     target[i].second.copy_(w);
   }
   for (std::size_t i = 0; i < 4; ++i)
-    EXPECT_LT(max_diff(logits_of(*mha, sequence(i)), expected_logits("logits", i)), kTol) << i;
+    EXPECT_LT(ref_diff(logits_of(*mha, sequence(i)), expected_logits("logits", i)), kTol) << i;
 }
 
 TEST(LlamaModel, ComputesInBfloat16) {
@@ -193,7 +193,7 @@ TEST(LlamaModel, ComputesInBfloat16) {
   EXPECT_EQ(model->dtype(), torch::kBFloat16);
   auto logits = logits_of(*model, sequence(0));
   EXPECT_EQ(logits.scalar_type(), torch::kFloat32);
-  const double err = max_diff(logits, expected_logits("logits", 0));
+  const double err = ref_diff(logits, expected_logits("logits", 0));
   EXPECT_LT(err, 0.25);  // bf16 keeps ~3 significant digits
   EXPECT_GT(err, 0.0);
   // float16 matmuls do not exist on the CPU: a clear error instead of a libtorch failure mid-forward
