@@ -241,7 +241,8 @@ std::vector<std::vector<Generation>> generate(LlamaModelImpl& model, const std::
                                 : run(model, prompts, options, run_beam_search);
 }
 
-std::vector<std::vector<Generation>> beam_search(LlamaModelImpl& model, const std::vector<std::vector<int32_t>>& prompts,
+std::vector<std::vector<Generation>> beam_search(LlamaModelImpl& model,
+                                                 const std::vector<std::vector<int32_t>>& prompts,
                                                  const GenerateOptions& options) {
   return run(model, prompts, options, run_beam_search);
 }

@@ -48,7 +48,8 @@ std::vector<std::vector<Generation>> generate(LlamaModelImpl& model, const std::
                                               const GenerateOptions& options);
 //! Beam search whatever num_beams is (generate() takes it for num_beams > 1; with one beam and no sampling it
 //! picks greedy's tokens, which the tests check).
-std::vector<std::vector<Generation>> beam_search(LlamaModelImpl& model, const std::vector<std::vector<int32_t>>& prompts,
+std::vector<std::vector<Generation>> beam_search(LlamaModelImpl& model,
+                                                 const std::vector<std::vector<int32_t>>& prompts,
                                                  const GenerateOptions& options);
 
 }  // namespace pwab::llama

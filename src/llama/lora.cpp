@@ -112,7 +112,8 @@ LoraConfig LoraConfig::from_file(const fs::path& path) {
   c.alpha = alpha->get<double>();
   if (const json* d = get("lora_dropout"); d && d->is_number()) c.dropout = d->get<double>();
   if (const json* rs = get("use_rslora"); rs && rs->is_boolean()) c.use_rslora = rs->get<bool>();
-  if (const json* b = get("base_model_name_or_path"); b && b->is_string()) c.base_model_name_or_path = b->get<std::string>();
+  if (const json* b = get("base_model_name_or_path"); b && b->is_string())
+    c.base_model_name_or_path = b->get<std::string>();
   const json* targets = get("target_modules");
   if (!targets) throw DataError(where + "\"target_modules\" is missing");
   c.target_modules.clear();
@@ -278,8 +279,9 @@ std::unique_ptr<LoraAdapter> LoraAdapter::load(LlamaModel model, const fs::path&
   const fs::path weights = adapter_dir / "adapter_model.safetensors";
   if (!fs::exists(weights)) {
     const bool pickle = fs::exists(adapter_dir / "adapter_model.bin");
-    throw DataError("adapter weights " + weights.string() + " do not exist" +
-                    (pickle ? " (adapter_model.bin is a pickle: re-save the adapter with safe_serialization=True)" : ""));
+    const std::string hint =
+        pickle ? " (adapter_model.bin is a pickle: re-save the adapter with safe_serialization=True)" : "";
+    throw DataError("adapter weights " + weights.string() + " do not exist" + hint);
   }
   auto file = safetensors::File::open(weights);
   auto adapter = attach(model, config);

@@ -38,7 +38,8 @@ std::vector<int64_t> top_k_indices(std::span<const float> scores, int64_t k) {
 }
 
 void apply_warpers(std::span<float> scores, const WarpOptions& o) {
-  if (!(o.temperature > 0)) throw UsageError("sampling temperature must be positive, not " + std::to_string(o.temperature));
+  if (!(o.temperature > 0))
+    throw UsageError("sampling temperature must be positive, not " + std::to_string(o.temperature));
   if (!(o.top_p > 0 && o.top_p <= 1)) throw UsageError("top_p must be in (0, 1], not " + std::to_string(o.top_p));
   if (o.temperature != 1.0)
     for (float& v : scores) v = static_cast<float>(v / o.temperature);

@@ -170,7 +170,8 @@ bool GradientAccumulator::flush() {
 bool GradientAccumulator::apply() {
   const bool finite = scaler_ ? scaler_->unscale(params_) : true;
   if (finite) {
-    if (options_.max_grad_norm > 0) last_grad_norm_ = torch::nn::utils::clip_grad_norm_(params_, options_.max_grad_norm);
+    if (options_.max_grad_norm > 0)
+      last_grad_norm_ = torch::nn::utils::clip_grad_norm_(params_, options_.max_grad_norm);
     optimizer_.step();
     ++optimizer_steps_;
   } else {

@@ -129,7 +129,8 @@ struct TrainState {
 
 //! Writes the trainable tensors (by name, e.g. LoraAdapter::named_parameters()), the optimizer's state and `state`
 //! to one file atomically.
-void save_checkpoint(const std::filesystem::path& file, const std::vector<std::pair<std::string, torch::Tensor>>& params,
+void save_checkpoint(const std::filesystem::path& file,
+                     const std::vector<std::pair<std::string, torch::Tensor>>& params,
                      const torch::optim::Optimizer& optimizer, const TrainState& state);
 //! Restores what save_checkpoint wrote into `params` (same names and shapes) and `optimizer` (built over the same
 //! parameters in the same order). Throws pwab::DataError naming the file and tensor on a mismatch.

@@ -68,7 +68,8 @@ inline std::vector<safetensors::TensorData> fixture_tensors(const std::string& n
   auto f = safetensors::File::open(fixture_dir(name) / "model.safetensors");
   std::vector<safetensors::TensorData> out;
   for (const auto& t : f.tensors())
-    out.push_back({t.name, t.dtype, t.shape, std::string(reinterpret_cast<const char*>(t.bytes.data()), t.bytes.size())});
+    out.push_back(
+        {t.name, t.dtype, t.shape, std::string(reinterpret_cast<const char*>(t.bytes.data()), t.bytes.size())});
   return out;
 }
 

@@ -169,7 +169,8 @@ TEST(Lora, BadAdaptersAreClearErrors) {
   std::vector<st::TensorData> kept;
   for (const auto& t : tensors.tensors())
     if (t.name != "base_model.model.model.layers.1.self_attn.o_proj.lora_A.weight")
-      kept.push_back({t.name, t.dtype, t.shape, std::string(reinterpret_cast<const char*>(t.bytes.data()), t.bytes.size())});
+      kept.push_back(
+          {t.name, t.dtype, t.shape, std::string(reinterpret_cast<const char*>(t.bytes.data()), t.bytes.size())});
   auto expect_error = [&](const std::string& needle) {
     auto fresh = load_fixture();
     try {

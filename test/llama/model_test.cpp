@@ -278,7 +278,8 @@ TEST(LlamaModel, BadCheckpointsAreDataErrorsNamingTheTensor) {
 
   auto extra = tensors;
   extra.push_back(st::TensorData::from_floats("model.layers.0.self_attn.q_proj.bias", {32}, std::vector<float>(32)));
-  extra.push_back(st::TensorData::from_floats("model.layers.0.self_attn.rotary_emb.inv_freq", {4}, std::vector<float>(4)));
+  extra.push_back(
+      st::TensorData::from_floats("model.layers.0.self_attn.rotary_emb.inv_freq", {4}, std::vector<float>(4)));
   write(extra);
   e = load_error(dir.path());
   EXPECT_NE(e.find("unexpected tensor 'model.layers.0.self_attn.q_proj.bias'"), std::string::npos) << e;
