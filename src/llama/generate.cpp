@@ -1,0 +1,250 @@
+// Greedy, sampled and beam-search generation over the KV cache (the torch side of generate.h; the choice of
+// tokens is sampling.h's plain C++ on CPU copies of the last position's logits).
+#include "llama/generate.h"
+
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <set>
+
+#include "core/error.h"
+#include "llama/model.h"
+
+namespace pwab::llama {
+namespace {
+
+struct Setup {
+  std::set<int64_t> eos;
+  int64_t pad = 0;
+  int64_t vocab = 0;
+};
+
+Setup check_options(const LlamaModelImpl& model, const std::vector<std::vector<int32_t>>& prompts,
+                    const GenerateOptions& o) {
+  const auto& c = model.config();
+  if (o.max_new_tokens < 0) throw UsageError("generate: max_new_tokens must not be negative");
+  if (o.num_beams < 1) throw UsageError("generate: num_beams must be at least 1");
+  if (o.num_return_sequences < 0 || o.num_return_sequences > o.num_beams)
+    throw UsageError("generate: num_return_sequences must be between 1 and num_beams (" +
+                     std::to_string(o.num_beams) + ")");
+  if (o.num_beams == 1 && o.num_return_sequences > 1)
+    throw UsageError("generate: several sequences per prompt need num_beams > 1");
+  if (o.do_sample && !(o.temperature > 0))
+    throw UsageError("generate: sampling needs a positive temperature (use do_sample = false for greedy)");
+  for (const auto& p : prompts)
+    if (p.empty()) throw UsageError("generate: a prompt has no tokens (add at least BOS)");
+  Setup s;
+  s.vocab = c.vocab_size;
+  const auto& eos = o.eos_token_ids.empty() ? c.eos_token_ids : o.eos_token_ids;
+  s.eos.insert(eos.begin(), eos.end());
+  s.pad = o.pad_token_id >= 0 ? o.pad_token_id : c.pad_token_id >= 0 ? c.pad_token_id : eos.empty() ? 0 : eos[0];
+  if (s.pad >= c.vocab_size) throw UsageError("generate: pad_token_id outside the vocabulary");
+  return s;
+}
+
+//! Prompts left-padded to one length: [rows, length] ids and mask.
+std::pair<torch::Tensor, torch::Tensor> left_pad(const std::vector<std::vector<int32_t>>& prompts, int64_t pad) {
+  std::size_t length = 0;
+  for (const auto& p : prompts) length = std::max(length, p.size());
+  const auto rows = static_cast<int64_t>(prompts.size());
+  auto ids = torch::full({rows, static_cast<int64_t>(length)}, pad, torch::kInt64);
+  auto mask = torch::zeros({rows, static_cast<int64_t>(length)}, torch::kInt64);
+  auto* id = ids.data_ptr<int64_t>();
+  auto* m = mask.data_ptr<int64_t>();
+  for (std::size_t r = 0; r < prompts.size(); ++r) {
+    const std::size_t offset = r * length + (length - prompts[r].size());
+    for (std::size_t i = 0; i < prompts[r].size(); ++i) {
+      id[offset + i] = prompts[r][i];
+      m[offset + i] = 1;
+    }
+  }
+  return {ids, mask};
+}
+
+//! The last position's logits [rows, 1, vocab] as one CPU float vector, row after row.
+std::vector<float> cpu_rows(const torch::Tensor& logits) {
+  auto c = logits.reshape({logits.size(0), logits.size(2)}).to(torch::kCPU, torch::kFloat32).contiguous();
+  return {c.data_ptr<float>(), c.data_ptr<float>() + c.numel()};
+}
+
+torch::Tensor one_step_input(const std::vector<int64_t>& tokens) {
+  return torch::tensor(tokens, torch::kInt64).view({static_cast<int64_t>(tokens.size()), 1});
+}
+
+std::vector<std::vector<Generation>> decode_single(LlamaModelImpl& model,
+                                                   const std::vector<std::vector<int32_t>>& prompts,
+                                                   const GenerateOptions& o, const Setup& s) {
+  const std::size_t n = prompts.size();
+  std::vector<Generation> out(n);
+  std::vector<bool> done(n, false);
+  std::vector<Rng> rngs;
+  for (std::size_t i = 0; i < n; ++i) rngs.emplace_back(derive_seed(o.seed, i));
+  const WarpOptions warp{o.temperature, o.top_k, o.top_p};
+  auto [ids, mask] = left_pad(prompts, s.pad);
+  KvCache cache(ids.size(1) + o.max_new_tokens);
+  auto logits = model.forward(ids, mask, &cache, true);
+  std::vector<float> scores(static_cast<std::size_t>(s.vocab));
+  for (int64_t step = 0; step < o.max_new_tokens; ++step) {
+    const auto rows = cpu_rows(logits);
+    std::vector<int64_t> next(n, s.pad);
+    for (std::size_t i = 0; i < n; ++i) {
+      if (done[i]) continue;
+      std::span<const float> row(rows.data() + i * s.vocab, static_cast<std::size_t>(s.vocab));
+      std::vector<float> logprobs(row.begin(), row.end());
+      log_softmax_inplace(logprobs);
+      int64_t token;
+      if (o.do_sample) {
+        scores = logprobs;
+        apply_warpers(scores, warp);
+        token = sample_one(scores, rngs[i]);
+      } else {
+        token = argmax(row);
+      }
+      out[i].score += logprobs[static_cast<std::size_t>(token)];
+      if (s.eos.count(token)) {
+        out[i].eos = true;
+        done[i] = true;
+      } else {
+        out[i].tokens.push_back(static_cast<int32_t>(token));
+        next[i] = token;
+      }
+    }
+    if (std::all_of(done.begin(), done.end(), [](bool d) { return d; }) || step + 1 == o.max_new_tokens) break;
+    logits = model.forward(one_step_input(next), {}, &cache, true);
+  }
+  std::vector<std::vector<Generation>> result;
+  for (auto& g : out) result.push_back({std::move(g)});
+  return result;
+}
+
+struct Beam {
+  double score = 0.0;
+  int64_t source = 0;  // row of the previous step
+  int64_t token = 0;
+};
+
+std::vector<std::vector<Generation>> run_beam_search(LlamaModelImpl& model,
+                                                     const std::vector<std::vector<int32_t>>& prompts,
+                                                     const GenerateOptions& o, const Setup& s) {
+  const auto n = static_cast<int64_t>(prompts.size()), beams = o.num_beams, rows = n * beams;
+  const auto vocab = static_cast<std::size_t>(s.vocab);
+  const WarpOptions warp{o.temperature, o.top_k, o.top_p};
+  std::vector<BeamHypotheses> hyps;
+  std::vector<Rng> rngs;
+  for (int64_t i = 0; i < n; ++i) {
+    hyps.emplace_back(beams, o.length_penalty, o.early_stopping);
+    rngs.emplace_back(derive_seed(o.seed, static_cast<uint64_t>(i)));
+  }
+  std::vector<bool> done(static_cast<std::size_t>(n), false);
+  // Only the first beam of each prompt is live at the start, so the first step picks distinct tokens.
+  std::vector<double> beam_scores(static_cast<std::size_t>(rows), -1e9);
+  std::vector<bool> alive(static_cast<std::size_t>(rows), true);
+  for (int64_t i = 0; i < n; ++i) beam_scores[static_cast<std::size_t>(i * beams)] = 0.0;
+  std::vector<std::vector<int32_t>> seqs(static_cast<std::size_t>(rows));
+
+  auto [ids, mask] = left_pad(prompts, s.pad);
+  KvCache cache(ids.size(1) + o.max_new_tokens);
+  auto logits = model.forward(ids, mask, &cache, true);  // the prompt once, then copied to its beams
+  cache.select_rows(torch::arange(n, torch::kInt64).repeat_interleave(beams));
+
+  std::vector<float> flat(static_cast<std::size_t>(beams) * vocab);
+  for (int64_t step = 0; step < o.max_new_tokens; ++step) {
+    const auto logit_rows = cpu_rows(logits);
+    std::vector<Beam> next(static_cast<std::size_t>(rows));
+    for (int64_t r = 0; r < rows; ++r) next[r] = {beam_scores[r], r, s.pad};
+    for (int64_t i = 0; i < n; ++i) {
+      if (done[i]) continue;
+      for (int64_t j = 0; j < beams; ++j) {
+        const int64_t r = i * beams + j, source_row = step == 0 ? i : r;
+        std::span<float> row(flat.data() + j * vocab, vocab);
+        std::copy_n(logit_rows.data() + source_row * vocab, vocab, row.begin());
+        log_softmax_inplace(row);
+        if (o.do_sample) apply_warpers(row, warp);
+        for (float& v : row) v = static_cast<float>(v + beam_scores[r]);
+      }
+      const auto picks = o.do_sample ? sample_without_replacement(flat, 2 * beams, rngs[i])
+                                     : top_k_indices(flat, 2 * beams);
+      int64_t kept = 0;
+      double best = -std::numeric_limits<double>::infinity();
+      for (std::size_t rank = 0; rank < picks.size() && kept < beams; ++rank) {
+        const int64_t pick = picks[rank], j = pick / s.vocab, token = pick % s.vocab, source = i * beams + j;
+        const double score = flat[pick];
+        best = std::max(best, score);
+        if (!alive[source] || score <= -1e8) continue;  // a dead beam's continuations are not candidates
+        if (s.eos.count(token)) {
+          if (static_cast<int64_t>(rank) < beams) hyps[i].add(seqs[source], score, step + 1, true);
+          continue;
+        }
+        next[i * beams + kept++] = {score, source, token};
+      }
+      for (int64_t k = kept; k < beams; ++k) next[i * beams + k] = {-1e9, i * beams, s.pad};  // too few candidates
+      for (int64_t k = 0; k < beams; ++k) alive[i * beams + k] = k < kept;
+      done[i] = hyps[i].is_done(best, step + 1);
+    }
+    std::vector<std::vector<int32_t>> new_seqs(static_cast<std::size_t>(rows));
+    std::vector<int64_t> sources(static_cast<std::size_t>(rows)), tokens(static_cast<std::size_t>(rows));
+    for (int64_t r = 0; r < rows; ++r) {
+      new_seqs[r] = seqs[next[r].source];
+      if (!done[r / beams]) new_seqs[r].push_back(static_cast<int32_t>(next[r].token));
+      beam_scores[r] = next[r].score;
+      sources[r] = next[r].source;
+      tokens[r] = next[r].token;
+    }
+    seqs = std::move(new_seqs);
+    if (std::all_of(done.begin(), done.end(), [](bool d) { return d; }) || step + 1 == o.max_new_tokens) break;
+    cache.select_rows(torch::tensor(sources, torch::kInt64));
+    logits = model.forward(one_step_input(tokens), {}, &cache, true);
+  }
+  std::vector<std::vector<Generation>> result;
+  const int64_t n_return = o.num_return_sequences > 0 ? o.num_return_sequences : beams;
+  for (int64_t i = 0; i < n; ++i) {
+    if (!done[i])
+      for (int64_t k = 0; k < beams; ++k) {
+        const int64_t r = i * beams + k;
+        if (alive[r]) hyps[i].add(seqs[r], beam_scores[r], static_cast<int64_t>(seqs[r].size()), false);
+      }
+    std::vector<Generation> gens;
+    for (auto& h : hyps[i].sorted()) {
+      if (static_cast<int64_t>(gens.size()) == n_return) break;
+      gens.push_back({std::move(h.tokens), h.score, h.eos});
+    }
+    result.push_back(std::move(gens));
+  }
+  return result;
+}
+
+//! Checks the options, then runs `decode` without gradients and in eval mode (LoRA dropout off).
+template <typename Decode>
+std::vector<std::vector<Generation>> run(LlamaModelImpl& model, const std::vector<std::vector<int32_t>>& prompts,
+                                         const GenerateOptions& options, Decode decode) {
+  const Setup setup = check_options(model, prompts, options);
+  if (prompts.empty()) return {};
+  if (options.max_new_tokens == 0) return std::vector<std::vector<Generation>>(prompts.size(), {Generation{}});
+  torch::NoGradGuard no_grad;
+  const bool was_training = model.is_training();
+  model.eval();
+  try {
+    auto result = decode(model, prompts, options, setup);
+    model.train(was_training);
+    return result;
+  } catch (...) {
+    model.train(was_training);
+    throw;
+  }
+}
+
+}  // namespace
+
+std::vector<std::vector<Generation>> generate(LlamaModelImpl& model, const std::vector<std::vector<int32_t>>& prompts,
+                                              const GenerateOptions& options) {
+  return options.num_beams == 1 ? run(model, prompts, options, decode_single)
+                                : run(model, prompts, options, run_beam_search);
+}
+
+std::vector<std::vector<Generation>> beam_search(LlamaModelImpl& model,
+                                                 const std::vector<std::vector<int32_t>>& prompts,
+                                                 const GenerateOptions& options) {
+  return run(model, prompts, options, run_beam_search);
+}
+
+}  // namespace pwab::llama

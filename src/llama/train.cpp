@@ -1,0 +1,265 @@
+// Training utilities around the LLaMA model (train.h).
+#include "llama/train.h"
+
+#include <ATen/autocast_mode.h>
+#include <torch/torch.h>
+
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+
+namespace pwab::llama {
+namespace fs = std::filesystem;
+
+// ---- batches and losses ------------------------------------------------------------------------------------------
+
+TokenBatch make_batch(const std::vector<SequencePair>& rows, int64_t pad_id, int64_t max_length, Padding padding) {
+  if (rows.empty()) throw UsageError("make_batch: no rows");
+  std::vector<std::vector<int64_t>> ids(rows.size()), labels(rows.size());
+  std::size_t length = 0;
+  for (std::size_t r = 0; r < rows.size(); ++r) {
+    for (int32_t t : rows[r].prompt) ids[r].push_back(t), labels[r].push_back(0);
+    for (int32_t t : rows[r].target) ids[r].push_back(t), labels[r].push_back(1);
+    if (max_length > 0 && ids[r].size() > static_cast<std::size_t>(max_length)) {
+      ids[r].resize(static_cast<std::size_t>(max_length));
+      labels[r].resize(static_cast<std::size_t>(max_length));
+    }
+    length = std::max(length, ids[r].size());
+  }
+  if (length == 0) throw UsageError("make_batch: every row is empty");
+  const auto n = static_cast<int64_t>(rows.size()), len = static_cast<int64_t>(length);
+  TokenBatch b{torch::full({n, len}, pad_id, torch::kInt64), torch::zeros({n, len}, torch::kInt64),
+               torch::zeros({n, len}, torch::kInt64)};
+  auto* id = b.input_ids.data_ptr<int64_t>();
+  auto* attend = b.attention_mask.data_ptr<int64_t>();
+  auto* loss = b.loss_mask.data_ptr<int64_t>();
+  for (std::size_t r = 0; r < rows.size(); ++r) {
+    const std::size_t offset = r * length + (padding == Padding::kLeft ? length - ids[r].size() : 0);
+    for (std::size_t i = 0; i < ids[r].size(); ++i) {
+      id[offset + i] = ids[r][i];
+      attend[offset + i] = 1;
+      loss[offset + i] = labels[r][i];
+    }
+  }
+  return b;
+}
+
+namespace {
+
+//! [rows, length-1]: log p(token_{t+1} | tokens_<=t), and the matching float loss mask.
+std::pair<torch::Tensor, torch::Tensor> token_logprobs(LlamaModelImpl& model, const TokenBatch& batch) {
+  const int64_t length = batch.input_ids.size(1);
+  const auto dev = model.device();
+  auto logits = model.forward(batch.input_ids, batch.attention_mask);
+  auto logp = torch::log_softmax(logits.narrow(1, 0, length - 1), -1);
+  auto targets = batch.input_ids.narrow(1, 1, length - 1).to(dev, torch::kInt64);
+  auto picked = logp.gather(2, targets.unsqueeze(-1)).squeeze(-1);
+  auto mask = batch.loss_mask.narrow(1, 1, length - 1).to(dev, torch::kFloat32);
+  return {picked, mask};
+}
+
+}  // namespace
+
+torch::Tensor sequence_logprobs(LlamaModelImpl& model, const TokenBatch& batch) {
+  if (batch.input_ids.size(1) < 2)
+    return torch::zeros({batch.input_ids.size(0)}, torch::TensorOptions().device(model.device()));
+  auto [logp, mask] = token_logprobs(model, batch);
+  return (logp * mask).sum(1);
+}
+
+torch::Tensor causal_lm_loss(LlamaModelImpl& model, const TokenBatch& batch) {
+  if (batch.input_ids.size(1) < 2) throw UsageError("causal_lm_loss: rows need at least two tokens");
+  auto [logp, mask] = token_logprobs(model, batch);
+  return -(logp * mask).sum() / mask.sum().clamp_min(1.0);
+}
+
+torch::Tensor dpo_loss(const torch::Tensor& policy_chosen, const torch::Tensor& policy_rejected,
+                       const torch::Tensor& reference_chosen, const torch::Tensor& reference_rejected, double beta) {
+  auto margin = (policy_chosen - reference_chosen) - (policy_rejected - reference_rejected);
+  return -torch::log_sigmoid(beta * margin).mean();
+}
+
+// ---- optimizer ---------------------------------------------------------------------------------------------------
+
+torch::optim::AdamWOptions hf_adamw_options(double lr) {
+  return torch::optim::AdamWOptions(lr).betas({0.9, 0.999}).eps(1e-8).weight_decay(0.0);
+}
+
+double linear_schedule(int64_t step, int64_t warmup, int64_t total) {
+  if (step < warmup) return static_cast<double>(step) / static_cast<double>(std::max<int64_t>(1, warmup));
+  return std::max(0.0, static_cast<double>(total - step) / static_cast<double>(std::max<int64_t>(1, total - warmup)));
+}
+
+void set_learning_rate(torch::optim::Optimizer& optimizer, double lr) {
+  for (auto& group : optimizer.param_groups()) group.options().set_lr(lr);
+}
+
+// ---- mixed precision ---------------------------------------------------------------------------------------------
+
+AutocastGuard::AutocastGuard(torch::Device device, torch::Dtype dtype, bool enabled) {
+  if (!enabled || !device.is_cuda()) return;
+  active_ = true;
+  previous_ = at::autocast::is_enabled();
+  previous_dtype_ = at::autocast::get_autocast_gpu_dtype();
+  at::autocast::set_enabled(true);
+  at::autocast::set_autocast_gpu_dtype(dtype);
+  at::autocast::increment_nesting();
+}
+
+AutocastGuard::~AutocastGuard() {
+  if (!active_) return;
+  if (at::autocast::decrement_nesting() == 0) at::autocast::clear_cache();
+  at::autocast::set_enabled(previous_);
+  at::autocast::set_autocast_gpu_dtype(previous_dtype_);
+}
+
+LossScaler::LossScaler(bool enabled, double initial_scale, int64_t growth_interval)
+    : enabled_(enabled), scale_(initial_scale), growth_interval_(growth_interval) {}
+
+torch::Tensor LossScaler::scale(const torch::Tensor& loss) const { return enabled_ ? loss * scale_ : loss; }
+
+bool LossScaler::unscale(const std::vector<torch::Tensor>& params) {
+  if (!enabled_) return true;
+  torch::NoGradGuard no_grad;
+  torch::Tensor bad;
+  for (const auto& p : params) {
+    auto g = p.grad();
+    if (!g.defined()) continue;
+    g.mul_(1.0 / scale_);
+    auto b = torch::logical_not(torch::isfinite(g).all());
+    bad = bad.defined() ? bad.logical_or(b) : b;
+  }
+  const bool overflow = bad.defined() && bad.item<bool>();
+  if (overflow) {
+    scale_ = std::max(1.0, scale_ * 0.5);
+    clean_steps_ = 0;
+  } else if (++clean_steps_ >= growth_interval_) {
+    scale_ *= 2.0;
+    clean_steps_ = 0;
+  }
+  return !overflow;
+}
+
+GradientAccumulator::GradientAccumulator(torch::optim::Optimizer& optimizer, std::vector<torch::Tensor> params,
+                                         AccumulationOptions options, LossScaler* scaler)
+    : optimizer_(optimizer), params_(std::move(params)), options_(options), scaler_(scaler) {
+  if (options_.accumulation_steps < 1) throw UsageError("gradient accumulation steps must be at least 1");
+}
+
+bool GradientAccumulator::backward(const torch::Tensor& loss) {
+  auto scaled = loss / static_cast<double>(options_.accumulation_steps);
+  if (scaler_) scaled = scaler_->scale(scaled);
+  scaled.backward();
+  ++pending_;
+  ++micro_steps_;
+  return pending_ == options_.accumulation_steps ? apply() : false;
+}
+
+bool GradientAccumulator::flush() {
+  if (pending_ == 0) return false;
+  if (pending_ < options_.accumulation_steps) {
+    // The gradients were divided by accumulation_steps; average over the micro-batches actually seen.
+    torch::NoGradGuard no_grad;
+    const double fix = static_cast<double>(options_.accumulation_steps) / static_cast<double>(pending_);
+    for (auto& p : params_)
+      if (p.grad().defined()) p.grad().mul_(fix);
+  }
+  return apply();
+}
+
+bool GradientAccumulator::apply() {
+  const bool finite = scaler_ ? scaler_->unscale(params_) : true;
+  if (finite) {
+    if (options_.max_grad_norm > 0)
+      last_grad_norm_ = torch::nn::utils::clip_grad_norm_(params_, options_.max_grad_norm);
+    optimizer_.step();
+    ++optimizer_steps_;
+  } else {
+    ++skipped_steps_;
+  }
+  optimizer_.zero_grad();
+  pending_ = 0;
+  return finite;
+}
+
+void GradientAccumulator::restore(int64_t micro_steps, int64_t optimizer_steps) {
+  micro_steps_ = micro_steps;
+  optimizer_steps_ = optimizer_steps;
+  pending_ = 0;
+}
+
+// ---- checkpoints -------------------------------------------------------------------------------------------------
+
+void save_checkpoint(const fs::path& file, const std::vector<std::pair<std::string, torch::Tensor>>& params,
+                     const torch::optim::Optimizer& optimizer, const TrainState& state) {
+  torch::serialize::OutputArchive archive;
+  std::string names;
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    archive.write("param_" + std::to_string(i), params[i].second.detach().to(torch::kCPU));
+    names += params[i].first + "\n";
+  }
+  archive.write("param_names", c10::IValue(names));
+  torch::serialize::OutputArchive optimizer_archive;
+  optimizer.save(optimizer_archive);
+  archive.write("optimizer", optimizer_archive);
+  nlohmann::json s = {{"epoch", state.epoch},
+                      {"micro_step", state.micro_step},
+                      {"optimizer_step", state.optimizer_step},
+                      {"loss_scale", state.loss_scale},
+                      {"extra", state.extra_json}};
+  archive.write("state", c10::IValue(s.dump()));
+  if (file.has_parent_path()) fs::create_directories(file.parent_path());
+  fs::path tmp = file;
+  tmp += ".tmp";
+  archive.save_to(tmp.string());
+  fs::rename(tmp, file);
+}
+
+TrainState load_checkpoint(const fs::path& file, const std::vector<std::pair<std::string, torch::Tensor>>& params,
+                           torch::optim::Optimizer& optimizer) {
+  if (!fs::exists(file)) throw DataError("training checkpoint " + file.string() + " does not exist");
+  const std::string where = "training checkpoint " + file.string() + ": ";
+  try {
+    torch::serialize::InputArchive archive;
+    archive.load_from(file.string());
+    c10::IValue names_value;
+    archive.read("param_names", names_value);
+    std::vector<std::string> names;
+    const std::string joined = names_value.toStringRef();
+    for (std::size_t start = 0, end; (end = joined.find('\n', start)) != std::string::npos; start = end + 1)
+      names.push_back(joined.substr(start, end - start));
+    if (names.size() != params.size())
+      throw DataError(where + "holds " + std::to_string(names.size()) + " trainable tensors, the model has " +
+                      std::to_string(params.size()) + " (a different adapter configuration?)");
+    torch::NoGradGuard no_grad;
+    for (std::size_t i = 0; i < params.size(); ++i) {
+      if (names[i] != params[i].first)
+        throw DataError(where + "tensor " + std::to_string(i) + " is '" + names[i] + "', the model's is '" +
+                        params[i].first + "'");
+      torch::Tensor t;
+      archive.read("param_" + std::to_string(i), t);
+      if (t.sizes() != params[i].second.sizes())
+        throw DataError(where + "tensor '" + names[i] + "' has a different shape than the model's");
+      params[i].second.copy_(t);
+    }
+    torch::serialize::InputArchive optimizer_archive;
+    archive.read("optimizer", optimizer_archive);
+    optimizer.load(optimizer_archive);
+    c10::IValue state_value;
+    archive.read("state", state_value);
+    auto s = nlohmann::json::parse(state_value.toStringRef());
+    TrainState state;
+    state.epoch = s.at("epoch").get<int64_t>();
+    state.micro_step = s.at("micro_step").get<int64_t>();
+    state.optimizer_step = s.at("optimizer_step").get<int64_t>();
+    state.loss_scale = s.at("loss_scale").get<double>();
+    state.extra_json = s.at("extra").get<std::string>();
+    return state;
+  } catch (const c10::Error& e) {
+    throw DataError(where + "unreadable (" + std::string(e.what_without_backtrace()) + ")");
+  } catch (const nlohmann::json::exception& e) {
+    throw DataError(where + "bad state record (" + e.what() + ")");
+  }
+}
+
+}  // namespace pwab::llama
