@@ -93,6 +93,22 @@ TEST(Lora, MergedEqualsUnmergedAndDisablingGivesTheBase) {
   EXPECT_TRUE(second->attached());
 }
 
+TEST(Lora, DropoutActsOnlyInTrainingMode) {
+  auto model = load_fixture();
+  LoraConfig c;
+  c.r = 4;
+  c.dropout = 0.5;
+  auto adapter = LoraAdapter::attach(model, c);
+  randomise(*adapter, 4);
+  model->eval();
+  const auto a = logits_of(*model, sequence(0)), b = logits_of(*model, sequence(0));
+  EXPECT_EQ(max_diff(a, b), 0.0);
+  model->train();
+  torch::manual_seed(1);
+  EXPECT_GT(max_diff(logits_of(*model, sequence(0)), a), 1e-4);
+  model->eval();
+}
+
 TEST(Lora, LoadsAPeftAdapter) {
   auto model = load_fixture();
   auto adapter = LoraAdapter::load(model, fixture_dir("adapter"));

@@ -387,7 +387,9 @@ TEST(Generate, BeamSearchReturnsDistinctCandidatesOrderedByTheirScores) {
     for (std::size_t k = 0; k < out[i].size(); ++k) {
       const auto& g = out[i][k];
       distinct.insert(g.tokens);
-      if (k > 0) EXPECT_GE(out[i][k - 1].score, g.score);
+      if (k > 0) {
+        EXPECT_GE(out[i][k - 1].score, g.score);
+      }
       // the score is the candidate's log-probability under the model, divided by its length
       int64_t eos = -1;
       if (g.eos) {
@@ -428,7 +430,9 @@ TEST(Generate, BeamSampleReturnsTenDistinctReproducibleCandidates) {
     for (std::size_t k = 0; k < 10; ++k) {
       distinct.insert(a[i][k].tokens);
       EXPECT_EQ(a[i][k].tokens, b[i][k].tokens);
-      if (k > 0) EXPECT_GE(a[i][k - 1].score, a[i][k].score);
+      if (k > 0) {
+        EXPECT_GE(a[i][k - 1].score, a[i][k].score);
+      }
     }
     EXPECT_EQ(distinct.size(), 10u);
   }
