@@ -206,6 +206,7 @@ BuildReport build_dataset(const BuildOptions& o, const fs::path& out_dir) {
   for (const auto& f : o.meta_files)
     if (!fs::is_regular_file(f)) throw UsageError("--meta " + f.string() + ": no such file");
   r.mode = o.model ? "llm:" + o.model_name : "offline";
+  r.users_requested = o.n_users;
 
   // Which categories: by file name.
   bool all = o.categories.size() == 1 && normalize_category(o.categories[0]) == "all";
@@ -290,6 +291,7 @@ BuildReport build_dataset(const BuildOptions& o, const fs::path& out_dir) {
     }
   }
   r.seconds_pass1 = clock.seconds();
+  r.peak_rss_pass1 = peak_rss_bytes();
   r.reviews_per_second_pass1 = r.seconds_pass1 > 0 ? static_cast<double>(r.review_lines) / r.seconds_pass1 : 0;
   r.users_tracked = sampler.tracked();
   r.sampler_halvings = sampler.n_halvings();
@@ -340,6 +342,7 @@ BuildReport build_dataset(const BuildOptions& o, const fs::path& out_dir) {
     }
   }
   r.seconds_pass2 = clock.seconds();
+  r.peak_rss_pass2 = peak_rss_bytes();
   for (const auto& c : cands) r.users_key_collisions += c.collided;
 
   // Time order (ties: input order), then duplicates (same product and timestamp) out.
@@ -431,6 +434,7 @@ BuildReport build_dataset(const BuildOptions& o, const fs::path& out_dir) {
     }
   }
   r.seconds_meta = clock.seconds();
+  r.peak_rss_meta = peak_rss_bytes();
 
   // ---- Users: the first candidates (by priority) that keep enough behaviours once joined.
   clock = Stopwatch();
@@ -653,7 +657,7 @@ std::string build_report_json(const BuildReport& r) {
   j["users"] = {{"tracked", r.users_tracked}, {"sampler_halvings", r.sampler_halvings},
                 {"qualifying", r.users_qualifying}, {"candidates", r.users_candidates},
                 {"below_minimum_after_cleaning", r.users_below_minimum}, {"key_collisions", r.users_key_collisions},
-                {"sampled", r.users}};
+                {"sampled", r.users}, {"requested", r.users_requested}};
   j["behaviours"] = {{"collected", r.behaviours_collected}, {"duplicates_dropped", r.duplicates_dropped},
                      {"no_metadata_dropped", r.no_metadata_dropped}, {"kept", r.behaviours},
                      {"history", r.behaviours_by_split[0]}, {"train", r.behaviours_by_split[1]},
@@ -670,7 +674,8 @@ std::string build_report_json(const BuildReport& r) {
   j["seconds"] = {{"pass1", r.seconds_pass1}, {"pass2", r.seconds_pass2}, {"meta", r.seconds_meta},
                   {"generate", r.seconds_generate}, {"write", r.seconds_write}};
   j["reviews_per_second_pass1"] = r.reviews_per_second_pass1;
-  j["peak_rss_bytes"] = r.peak_rss_bytes;
+  j["peak_rss_bytes"] = {{"pass1", r.peak_rss_pass1}, {"pass2", r.peak_rss_pass2}, {"meta", r.peak_rss_meta},
+                         {"build", r.peak_rss_bytes}};
   return j.dump(2);
 }
 
@@ -692,6 +697,9 @@ std::string format_build_report(const BuildReport& r) {
                      "below the minimum after cleaning, {} sampled{}\n",
                      r.users_tracked, r.sampler_halvings, r.users_qualifying, r.users_candidates, r.users_below_minimum,
                      r.users, r.users_key_collisions ? fmt::format(" ({} key collisions)", r.users_key_collisions) : "");
+  if (r.users < r.users_requested)
+    out += fmt::format("note: {} users requested, {} qualify (lower --min-behaviours or add review files for more)\n",
+                       r.users_requested, r.users);
   out += fmt::format("Behaviours: {} kept (history {}, train {}, test {}); dropped {} duplicates and {} without "
                      "product metadata\n",
                      r.behaviours, r.behaviours_by_split[0], r.behaviours_by_split[1], r.behaviours_by_split[2],
@@ -707,10 +715,12 @@ std::string format_build_report(const BuildReport& r) {
     out += fmt::format("LLM: {} calls, {} unusable replies, {} profile fields filled by the offline rules, {} "
                        "instructions from the offline templates\n",
                        r.llm_calls, r.llm_failures, r.profile_fields_filled, r.instruction_fallbacks);
+  auto mb = [](std::size_t b) { return static_cast<double>(b) / 1e6; };
   out += fmt::format("Time: pass 1 {:.2f} s ({:.0f} reviews/s), pass 2 {:.2f} s, meta {:.2f} s, generate {:.2f} s, "
-                     "write {:.2f} s; peak RSS {:.1f} MB\n",
+                     "write {:.2f} s; peak RSS {:.1f} MB (after pass 1 {:.1f}, pass 2 {:.1f}, meta {:.1f})\n",
                      r.seconds_pass1, r.reviews_per_second_pass1, r.seconds_pass2, r.seconds_meta, r.seconds_generate,
-                     r.seconds_write, static_cast<double>(r.peak_rss_bytes) / 1e6);
+                     r.seconds_write, mb(r.peak_rss_bytes), mb(r.peak_rss_pass1), mb(r.peak_rss_pass2),
+                     mb(r.peak_rss_meta));
   return out;
 }
 

@@ -97,6 +97,7 @@ struct BuildReport {
   std::size_t users_below_minimum = 0; //!< candidates left with < min behaviours after cleaning
   std::size_t users_key_collisions = 0;
   std::size_t users = 0;               //!< in the dataset
+  std::size_t users_requested = 0;     //!< --users
   // Behaviours of the candidates.
   uint64_t behaviours_collected = 0;   //!< reviews of candidates read in pass 2
   uint64_t duplicates_dropped = 0;     //!< same user, product and timestamp as an earlier review
@@ -115,7 +116,9 @@ struct BuildReport {
   // Time and memory.
   double seconds_pass1 = 0, seconds_pass2 = 0, seconds_meta = 0, seconds_generate = 0, seconds_write = 0;
   double reviews_per_second_pass1 = 0;
-  std::size_t peak_rss_bytes = 0;
+  //! Peak resident size of the process at the end of pass 1, pass 2, the meta pass and the whole build (the
+  //! process's own baseline, e.g. its libraries, included).
+  std::size_t peak_rss_pass1 = 0, peak_rss_pass2 = 0, peak_rss_meta = 0, peak_rss_bytes = 0;
 };
 
 //! Runs the whole construction and writes the dataset (and build_report.json) into `out_dir`. Throws
