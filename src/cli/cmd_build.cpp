@@ -111,6 +111,7 @@ void run_build(BuildArgs& a) {
     o.model = budgeted.get();
     o.model_name = a.llm.model;
     o.temperature = a.llm.temperature;
+    o.llm_seed = a.llm.llm_seed;
     o.llm_workers = a.llm.max_in_flight;
   }
   BuildProgressLine progress;
@@ -142,11 +143,13 @@ void run_consistency(ConsistencyArgs& a) {
   std::unique_ptr<embed::Embedder> embedder;
   LlmSetup models;
   std::unique_ptr<llm::MeteredChatModel> metered;
+  std::unique_ptr<BudgetedModel> budgeted;
   if (a.judge == "llm") {
     if (a.llm.model.empty()) throw UsageError("--judge llm needs --model NAME");
     models = make_llm_setup(a.llm, /*need_agent=*/true, /*need_user=*/false);
     metered = std::make_unique<llm::MeteredChatModel>(*models.agent_model, *models.ledger, llm::Role::kOther, "");
-    judge = std::make_unique<construct::LlmJudge>(*metered, a.llm.model, a.llm.temperature);
+    budgeted = std::make_unique<BudgetedModel>(*metered, *models.ledger);
+    judge = std::make_unique<construct::LlmJudge>(*budgeted, a.llm.model, a.llm.temperature, a.llm.llm_seed);
   } else if (a.judge == "embed") {
     embedder = make_run_embedder(a.embedder, ds, a.dir);
     judge = std::make_unique<construct::EmbeddingJudge>(*embedder);

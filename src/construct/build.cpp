@@ -538,7 +538,9 @@ BuildReport build_dataset(const BuildOptions& o, const fs::path& out_dir) {
     std::vector<data::Profile> llm_profiles(profiles.size());
     parallel_for(profiles.size(), o.llm_workers, [&](std::size_t u) {
       auto h = history_of(static_cast<data::UserId>(u));
-      auto resp = o.model->chat(profile_prompt(h, o.model_name, o.temperature));
+      auto req = profile_prompt(h, o.model_name, o.temperature);
+      req.seed = o.llm_seed;
+      auto resp = o.model->chat(req);
       ++calls;
       int n_filled = 0;
       llm_profiles[u] = parse_profile_reply(resp.message.content, profiles[u], n_filled);
@@ -577,7 +579,9 @@ BuildReport build_dataset(const BuildOptions& o, const fs::path& out_dir) {
     done = 0;
     phase_clock = Stopwatch();
     parallel_for(slots.size(), o.llm_workers, [&](std::size_t i) {
-      auto resp = o.model->chat(instruction_prompt(input_of(slots[i]), o.model_name, o.temperature));
+      auto req = instruction_prompt(input_of(slots[i]), o.model_name, o.temperature);
+      req.seed = o.llm_seed;
+      auto resp = o.model->chat(req);
       ++calls;
       slots[i].text = clean_instruction_reply(resp.message.content);
       from_llm[i] = !slots[i].text.empty();
@@ -594,6 +598,7 @@ BuildReport build_dataset(const BuildOptions& o, const fs::path& out_dir) {
         if (!s.text.empty()) ++r.instruction_collisions;
         auto req = instruction_prompt(input_of(s), o.model_name, o.temperature);
         req.sample = sample;
+        req.seed = o.llm_seed;
         s.text = clean_instruction_reply(o.model->chat(req).message.content);
         ++calls;
       }

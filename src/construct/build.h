@@ -56,13 +56,14 @@ struct BuildOptions {
   uint32_t min_behaviours = 10;      //!< a user needs at least this many valid reviews in the chosen categories
   uint32_t max_behaviours = 500;     //!< and at most this many (0 = no limit): very heavy reviewers are left out
   uint64_t seed = 1;
-  std::size_t track_users = 2'000'000;  //!< pass-1 table capacity (user_sampler.h: ~25 bytes per user)
+  std::size_t track_users = 2'000'000;  //!< pass-1 table capacity (user_sampler.h: 12-byte slots, < 4 per user)
   std::size_t catalogue_size = 35772;   //!< cap on the catalogue: behaviour products always, fillers up to this
   std::array<double, 3> type_mix{0.32, 0.35, 0.33};  //!< search, recommend, review shares per split
   //! LLM mode when set: profiles and instructions come from this model; otherwise offline rules.
   llm::ChatModel* model = nullptr;
   std::string model_name;
-  std::optional<double> temperature;
+  std::optional<double> temperature;  //!< sampling temperature of every request (default 0)
+  std::optional<int64_t> llm_seed;    //!< sent as the request seed when set
   int llm_workers = 8;               //!< requests in flight at once
   std::function<void(const BuildProgress&)> on_progress;  //!< called often from the build thread; may be empty
 };

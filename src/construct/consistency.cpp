@@ -92,6 +92,7 @@ int LlmJudge::pick_user(const std::string& profile, const std::vector<std::strin
                                        "only."),
                   llm::Message::user(std::move(user))};
   req.temperature = temperature_.value_or(0.0);
+  req.seed = seed_;
   auto nums = integers_in(model_.chat(req).message.content);
   if (!nums.empty() && nums[0] >= 1 && static_cast<std::size_t>(nums[0]) <= candidates.size())
     return static_cast<int>(nums[0] - 1);
@@ -111,6 +112,7 @@ std::vector<int> LlmJudge::rank_products(const std::string& profile, const std::
                                        "answer with product numbers only."),
                   llm::Message::user(std::move(user))};
   req.temperature = temperature_.value_or(0.0);
+  req.seed = seed_;
   std::vector<int> order;
   std::vector<bool> seen(candidates.size(), false);
   for (long n : integers_in(model_.chat(req).message.content)) {

@@ -46,8 +46,10 @@ class EmbeddingJudge final : public ConsistencyJudge {
 //! Numbers it leaves out keep their shown order after the ones it ranked.
 class LlmJudge final : public ConsistencyJudge {
  public:
-  LlmJudge(llm::ChatModel& model, std::string model_name, std::optional<double> temperature)
-      : model_(model), model_name_(std::move(model_name)), temperature_(temperature) {}
+  //! `temperature` defaults to 0; `seed`, when set, is sent with every request.
+  LlmJudge(llm::ChatModel& model, std::string model_name, std::optional<double> temperature,
+           std::optional<int64_t> seed = std::nullopt)
+      : model_(model), model_name_(std::move(model_name)), temperature_(temperature), seed_(seed) {}
   std::string name() const override { return "llm:" + model_name_; }
   int pick_user(const std::string& profile, const std::vector<std::string>& candidates) override;
   std::vector<int> rank_products(const std::string& profile, const std::vector<std::string>& candidates) override;
@@ -57,6 +59,7 @@ class LlmJudge final : public ConsistencyJudge {
   llm::ChatModel& model_;
   std::string model_name_;
   std::optional<double> temperature_;
+  std::optional<int64_t> seed_;
   std::size_t unusable_ = 0;
 };
 

@@ -7,14 +7,18 @@
 #include <nlohmann/json.hpp>
 
 #include "raw_fixture.h"
+#include "support/openai_test_server.h"
 #include "support/test_support.h"
 
 namespace pwab::construct {
 namespace {
 
-int run_binary(const std::string& args, std::string* output = nullptr) {
+//! Runs `pwab ARGS`; with `env_prefix`, the first word of ARGS is a VAR=value assignment for the command.
+int run_binary(const std::string& args, std::string* output = nullptr, bool env_prefix = false) {
   test::TempDir out_dir;
-  std::string cmd = std::string(PWAB_BINARY) + " " + args + " > " + (out_dir / "out").string() + " 2>&1";
+  std::string cmd = env_prefix ? args.substr(0, args.find(' ')) + " " + PWAB_BINARY + args.substr(args.find(' '))
+                               : std::string(PWAB_BINARY) + " " + args;
+  cmd += " > " + (out_dir / "out").string() + " 2>&1";
   int status = std::system(cmd.c_str());
   if (output) *output = test::read_text(out_dir / "out");
   return WEXITSTATUS(status);
@@ -54,6 +58,40 @@ TEST(BuildCli, BuildValidateConsistency) {
                            " --categories all --out " + out_dir, &out), 1);
   EXPECT_NE(out.find("meta_Electronics.jsonl: none of its"), std::string::npos) << out;
   EXPECT_EQ(run_binary("data consistency " + out_dir + " --judge llm"), 2);  // no --model
+}
+
+// LLM mode through the command line against the loopback server: recorded into a cache, then replayed with the
+// server gone, giving the same dataset.
+TEST(BuildCli, LlmBuildRecordsAndReplays) {
+  test::TempDir dir;
+  testing::RawSample s(dir.path());
+  test::OpenAITestServer server;
+  server.set_chat_handler([](const test::ReceivedRequest& req) {
+    auto body = nlohmann::json::parse(req.body);
+    std::string user = body["messages"][1]["content"];
+    if (user.find("Reply with one JSON object") != std::string::npos)
+      return test::ScriptedReply::text(R"({"Gender": "Male", "Age": "25-34", "Occupation": "Engineer"})");
+    // A different instruction for every prompt: a hash of the prompt text.
+    return test::ScriptedReply::text("Please help me with this, reference " + std::to_string(std::hash<std::string>{}(user) % 1000003) + ".");
+  });
+  std::string base = "build --reviews " + s.electronics.string() + " " + s.home.string() + " --meta " +
+                     s.meta_electronics.string() + " " + s.meta_home.string() +
+                     " --min-behaviours 1 --model test-model --base-url " + server.base_url() +
+                     " --api-key-env PWAB_TEST_KEY --llm-retries 1 --llm-seed 7 --llm-cache " + (dir / "cache").string();
+  std::string out;
+  ASSERT_EQ(run_binary("PWAB_TEST_KEY=sk-test " + base + " --out " + (dir / "rec").string(), &out, true), 0) << out;
+  EXPECT_NE(out.find("Mode: llm:test-model"), std::string::npos) << out;
+  EXPECT_NE(out.find("LLM: "), std::string::npos) << out;
+  EXPECT_NE(out.find("LLM cost: "), std::string::npos) << out;
+  std::size_t n_requests = server.n_requests();
+  EXPECT_GT(n_requests, 7u);
+  auto body = nlohmann::json::parse(server.requests()[0].body);
+  EXPECT_EQ(body["seed"], 7);
+  server.stop();
+  ASSERT_EQ(run_binary(base + " --replay --out " + (dir / "rep").string(), &out), 0) << out;
+  for (const char* f : {"user_profiles.json", "user_instructions.json", "user_history.json"})
+    EXPECT_EQ(test::read_text(dir / "rec" / f), test::read_text(dir / "rep" / f)) << f;
+  EXPECT_NE(test::read_text(dir / "rep" / "user_profiles.json").find("Engineer"), std::string::npos);
 }
 
 // The real samples of shared/realdata (README there): source A has real timestamps and parent_asins; B and C
