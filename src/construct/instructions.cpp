@@ -46,6 +46,12 @@ std::string strip_trailing_punct(std::string s) {
   return s;
 }
 
+// "the X", unless the phrase has its own article ("The Surrogate Mother").
+std::string with_the(const std::string& phrase) {
+  if (phrase.size() > 4 && ascii_lower(phrase.substr(0, 4)) == "the ") return phrase;
+  return "the " + phrase;
+}
+
 // "a, b and c"
 std::string list_and(const std::vector<std::string>& items) {
   if (items.empty()) return "";
@@ -134,15 +140,15 @@ std::string capitalize(std::string s) {
 }
 
 std::string search_instruction(Rng& rng, const data::Product& p, const Style& s) {
-  std::string thing = product_phrase(p);
+  std::string thing = with_the(product_phrase(p));
   std::string out = opener(rng, s);
   std::string lead;
   switch (rng.below(5)) {
-    case 0: lead = "I'm looking for the " + thing; break;
-    case 1: lead = "Can you find me the " + thing; break;
-    case 2: lead = "I need to find the " + thing; break;
-    case 3: lead = "Please search for the " + thing; break;
-    default: lead = "Help me find the " + thing; break;
+    case 0: lead = "I'm looking for " + thing; break;
+    case 1: lead = "Can you find me " + thing; break;
+    case 2: lead = "I need to find " + thing; break;
+    case 3: lead = "Please search for " + thing; break;
+    default: lead = "Help me find " + thing; break;
   }
   append_lead(out, lead);
   if (p.store && !trim(*p.store).empty() && !contains_ci(thing, trim(*p.store)) &&
@@ -177,7 +183,7 @@ std::string search_instruction(Rng& rng, const data::Product& p, const Style& s)
 }
 
 std::string recommend_instruction(Rng& rng, const data::Product& p, const Style& s) {
-  std::string area = lower_first(interest_category(p));
+  std::string area = ascii_lower(interest_category(p));  // Gift Cards -> gift cards
   std::string out = opener(rng, s);
   std::string lead;
   switch (rng.below(6)) {
@@ -203,13 +209,14 @@ std::string recommend_instruction(Rng& rng, const data::Product& p, const Style&
 
 std::string review_instruction(Rng& rng, const data::Product& p, const data::Review& r, const Style& s) {
   std::string name = first_words(product_phrase(p), 5);
+  std::string the_name = with_the(name);
   std::string out = opener(rng, s);
   std::string lead;
   switch (rng.below(4)) {
-    case 0: lead = "I'd like to write a review for the " + name + " I bought."; break;
+    case 0: lead = "I'd like to write a review for " + the_name + " I bought."; break;
     case 1: lead = "Please post a review of my " + name + "."; break;
-    case 2: lead = "Help me review the " + name + " I got."; break;
-    default: lead = "Time to review the " + name + "."; break;
+    case 2: lead = "Help me review " + the_name + " I got."; break;
+    default: lead = "Time to review " + the_name + "."; break;
   }
   append_lead(out, lead);
   int stars = static_cast<int>(std::lround(r.rating.number().value_or(3)));
@@ -224,11 +231,11 @@ std::string review_instruction(Rng& rng, const data::Product& p, const data::Rev
     out += " In short: \"" + strip_trailing_punct(title) + "\".";
   std::vector<std::string> aspects;
   for (int a : aspects_in(r.title + " " + r.text))
-    if (aspects.size() < 3) aspects.push_back(ascii_lower(aspect_names()[static_cast<std::size_t>(a)]));
+    if (aspects.size() < 3) aspects.push_back("the " + std::string(aspect_short_name(a)));
   if (!aspects.empty()) {
-    if (stars >= 4) out += " Say that I was happy with the " + list_and(aspects) + ".";
-    else if (stars <= 2) out += " Point out the problems with the " + list_and(aspects) + ".";
-    else out += " Mention the " + list_and(aspects) + ".";
+    if (stars >= 4) out += " Say that I was happy with " + list_and(aspects) + ".";
+    else if (stars <= 2) out += " Point out the problems with " + list_and(aspects) + ".";
+    else out += " Mention " + list_and(aspects) + ".";
   }
   if (s.detail >= 2) {
     std::string sentence = opinion_sentence(r.text);

@@ -70,31 +70,32 @@ std::vector<std::string> most_frequent(const std::vector<std::string>& names, st
 
 struct Aspect {
   std::string_view name;
+  std::string_view short_name;  // how an instruction names it inside a sentence
   std::vector<std::string_view> words;
 };
 
 const std::vector<Aspect>& aspect_lexicon() {
   static const std::vector<Aspect> kAspects = {
-      {"Price and value", {"price", "priced", "cheap", "cheaper", "expensive", "value", "worth", "money", "afford",
+      {"Price and value", "value for money", {"price", "priced", "cheap", "cheaper", "expensive", "value", "worth", "money", "afford",
                            "affordable", "bargain", "deal", "overpriced", "cost", "costs"}},
-      {"Quality", {"quality", "sturdy", "solid", "flimsy", "cheaply", "craftsmanship", "made", "construction"}},
-      {"Durability", {"broke", "broken", "lasted", "lasting", "lasts", "durable", "durability", "apart", "stopped",
+      {"Quality", "quality", {"quality", "sturdy", "solid", "flimsy", "cheaply", "craftsmanship", "made", "construction"}},
+      {"Durability", "durability", {"broke", "broken", "lasted", "lasting", "lasts", "durable", "durability", "apart", "stopped",
                       "wore", "tear", "ripped"}},
-      {"Comfort and fit", {"comfort", "comfortable", "fit", "fits", "fitting", "size", "sizing", "tight", "loose",
+      {"Comfort and fit", "fit", {"comfort", "comfortable", "fit", "fits", "fitting", "size", "sizing", "tight", "loose",
                            "snug", "soft"}},
-      {"Taste and flavor", {"taste", "tastes", "tasty", "flavor", "flavors", "flavour", "delicious", "sweet", "salty",
+      {"Taste and flavor", "taste", {"taste", "tastes", "tasty", "flavor", "flavors", "flavour", "delicious", "sweet", "salty",
                             "bland", "yummy"}},
-      {"Ease of use", {"easy", "easier", "simple", "setup", "install", "installation", "instructions", "intuitive",
+      {"Ease of use", "ease of use", {"easy", "easier", "simple", "setup", "install", "installation", "instructions", "intuitive",
                        "difficult", "hard", "user", "assemble", "assembly"}},
-      {"Performance", {"works", "worked", "performance", "powerful", "power", "fast", "battery", "speed",
+      {"Performance", "performance", {"works", "worked", "performance", "powerful", "power", "fast", "battery", "speed",
                        "effective", "efficient", "reliable"}},
-      {"Appearance and design", {"look", "looks", "color", "colors", "colour", "design", "beautiful", "cute",
+      {"Appearance and design", "look", {"look", "looks", "color", "colors", "colour", "design", "beautiful", "cute",
                                  "pretty", "style", "stylish", "gorgeous"}},
-      {"Packaging and delivery", {"arrived", "packaging", "packaged", "package", "shipping", "shipped", "delivery",
+      {"Packaging and delivery", "packaging", {"arrived", "packaging", "packaged", "package", "shipping", "shipped", "delivery",
                                   "delivered", "box", "damaged"}},
-      {"Scent", {"smell", "smells", "scent", "fragrance", "odor"}},
-      {"Sound and picture", {"sound", "audio", "picture", "screen", "display", "volume", "bass", "resolution"}},
-      {"Story and content", {"story", "plot", "characters", "author", "book", "movie", "acting", "series", "episode",
+      {"Scent", "scent", {"smell", "smells", "scent", "fragrance", "odor"}},
+      {"Sound and picture", "sound or picture quality", {"sound", "audio", "picture", "screen", "display", "volume", "bass", "resolution"}},
+      {"Story and content", "story", {"story", "plot", "characters", "author", "book", "movie", "acting", "series", "episode",
                              "read", "reading", "game", "gameplay"}},
   };
   return kAspects;
@@ -159,6 +160,8 @@ const std::vector<std::string_view>& aspect_names() {
   }();
   return kNames;
 }
+
+std::string_view aspect_short_name(int aspect) { return aspect_lexicon()[static_cast<std::size_t>(aspect)].short_name; }
 
 std::vector<int> aspects_in(std::string_view text) {
   std::vector<bool> seen(aspect_lexicon().size(), false);

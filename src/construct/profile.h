@@ -38,6 +38,8 @@ std::string interest_category(const data::Product& p);
 //! The review aspects pwab recognises (the focus-aspect lexicon), in a fixed order; each review is matched by
 //! its words (lower-cased).
 const std::vector<std::string_view>& aspect_names();
+//! An aspect as a sentence names it ("value for money" for "Price and value").
+std::string_view aspect_short_name(int aspect);
 //! Which aspects (indices into aspect_names()) a text mentions.
 std::vector<int> aspects_in(std::string_view text);
 
