@@ -530,9 +530,12 @@ BuildReport build_dataset(const BuildOptions& o, const fs::path& out_dir) {
   for (data::UserId u = 0; u < ds.users().size(); ++u) profiles[u] = offline_profile(history_of(u), prices);
   std::atomic<std::size_t> done{0}, calls{0}, failures{0}, filled{0};
   Stopwatch phase_clock;
+  std::mutex progress_mu;  // LLM workers report progress from several threads; the callback need not be thread-safe
   auto tick = [&](const std::string& phase, std::size_t total) {
     std::size_t d = ++done;
-    if (o.on_progress) o.on_progress({phase, d, total, d, phase_clock.seconds()});
+    if (!o.on_progress) return;
+    std::lock_guard<std::mutex> lock(progress_mu);
+    o.on_progress({phase, d, total, d, phase_clock.seconds()});
   };
   if (o.model) {
     std::vector<data::Profile> llm_profiles(profiles.size());

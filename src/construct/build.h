@@ -65,7 +65,8 @@ struct BuildOptions {
   std::optional<double> temperature;  //!< sampling temperature of every request (default 0)
   std::optional<int64_t> llm_seed;    //!< sent as the request seed when set
   int llm_workers = 8;               //!< requests in flight at once
-  std::function<void(const BuildProgress&)> on_progress;  //!< called often from the build thread; may be empty
+  //! Called often, one call at a time (LLM phases call it from worker threads, serialized); may be empty.
+  std::function<void(const BuildProgress&)> on_progress;
 };
 
 //! A raw input file and what came of it.
