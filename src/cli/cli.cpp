@@ -13,6 +13,7 @@ int run(const std::vector<std::string>& args) {
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string("pwab ") + "0.1.0");
   add_data_commands(app);
+  add_build_commands(app);
   add_search_commands(app);
   add_rec_commands(app);
   add_run_commands(app);
