@@ -24,5 +24,6 @@ void add_rec_commands(CLI::App& app);
 void add_run_commands(CLI::App& app);
 //! `pwab build` and `pwab data consistency` (after add_data_commands: it extends `data`).
 void add_build_commands(CLI::App& app);
+void add_puma_commands(CLI::App& app);
 
 }  // namespace pwab::cli

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "puma/model.h"
 
 namespace pwab::cli {
 namespace {
@@ -45,6 +46,9 @@ std::shared_ptr<llm::ChatModel> with_cache(std::shared_ptr<llm::ChatModel> model
 
 void add_llm_flags(CLI::App& cmd, LlmFlags& f) {
   cmd.add_option("--model", f.model, "The agent's model, served by an OpenAI-compatible endpoint");
+  cmd.add_option("--local-model", f.local_model,
+                 "Serve the agent's raw-text completions from this local PUMA model directory (pwab puma train's "
+                 "sft/model or dpo/model) instead of an endpoint");
   cmd.add_option("--base-url", f.base_url, "The agent's endpoint (default: $OPENAI_BASE_URL, else OpenAI)");
   cmd.add_option("--api-key-env", f.api_key_env, "Variable holding the agent endpoint's API key")->capture_default_str();
   cmd.add_option("--user-model", f.user_model, "The LLM user simulator's model (default: --model)");
@@ -86,8 +90,15 @@ LlmSetup make_llm_setup(const LlmFlags& f, bool need_agent, bool need_user) {
   nlohmann::json config = nlohmann::json::object();
   std::shared_ptr<const llm::Endpoint> agent_endpoint;
   if (use_agent) {
-    agent_endpoint = make_endpoint(f, f.base_url, f.api_key_env);
-    s.agent_model = with_cache(std::make_shared<llm::HttpChatModel>(agent_endpoint), cache, f.replay);
+    if (!f.local_model.empty()) {
+      // A local PUMA model answers the agent's raw-text completions in-process (no server, no key).
+      std::shared_ptr<puma::PumaModel> local = puma::PumaModel::open(f.local_model);
+      s.agent_model = with_cache(std::shared_ptr<llm::ChatModel>(puma::local_chat_model(local, f.model)), cache, f.replay);
+      config["local_model"] = local->describe();
+    } else {
+      agent_endpoint = make_endpoint(f, f.base_url, f.api_key_env);
+      s.agent_model = with_cache(std::make_shared<llm::HttpChatModel>(agent_endpoint), cache, f.replay);
+    }
     s.agent_model_name = f.model;
     config["model"] = f.model;
     config["temperature"] = f.temperature.value_or(0.0);

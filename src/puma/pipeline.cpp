@@ -228,7 +228,7 @@ PipelineReport run_pipeline(const PipelineContext& ctx, const PipelineOptions& o
   const bool tiny = o.base_model.empty();
   PipelineReport report;
   Steps st(ctx, report);
-  auto reached = [&](const std::string& step) { return until.empty() || step == until; };
+  auto reached = [&](const std::string& step) { return !until.empty() && step == until; };
   const fs::path base = tiny ? o.out / "base" : o.base_model;
   const fs::path data_dir = o.out / "data", sft_dir = o.out / "sft", dpo_dir = o.out / "dpo";
   TrainOptions sft_options = o.sft, dpo_options = o.dpo;
@@ -375,7 +375,8 @@ PipelineReport run_pipeline(const PipelineContext& ctx, const PipelineOptions& o
   settings += train_json(o.dpo).dump();
   if (!st.skip("dpo", dpo_dir, settings)) {
     std::vector<PreferenceExample> pairs;
-    for (std::string_view line : split_lines(read_file(score_dir / "pairs.jsonl"))) {
+    const std::string pairs_text = read_file(score_dir / "pairs.jsonl");  // the lines below point into it
+    for (std::string_view line : split_lines(pairs_text)) {
       if (trim(line).empty()) continue;
       json j = json::parse(line);
       pairs.push_back({j.at("prompt"), j.at("chosen"), j.at("rejected")});
