@@ -155,6 +155,7 @@ PipelineOptions PipelineOptions::tiny_preset() {
   o.dpo.batch_size = 4;
   o.samples = 4;
   o.max_new_tokens = 48;
+  o.function_repeats = 4;
   return o;
 }
 
@@ -271,9 +272,13 @@ PipelineReport run_pipeline(const PipelineContext& ctx, const PipelineOptions& o
   if (reached("prepare")) return report;
 
   // sft: function + parameter examples together (the original's function_param).
-  settings += train_json(o.sft).dump() + json{{"device", o.model.device}, {"dtype", o.model.dtype}, {"seed", o.seed}}.dump();
+  settings += train_json(o.sft).dump() + json{{"device", o.model.device}, {"dtype", o.model.dtype}, {"seed", o.seed},
+                                              {"function_repeats", o.function_repeats}}.dump();
   if (!st.skip("sft", sft_dir, settings)) {
-    auto train = pairs_of(read_examples(data_dir / "function_train.jsonl"));
+    std::vector<TrainPair> train;
+    auto functions = pairs_of(read_examples(data_dir / "function_train.jsonl"));
+    for (int copy = 0; copy < std::max(1, o.function_repeats); ++copy)
+      train.insert(train.end(), functions.begin(), functions.end());
     auto more = pairs_of(read_examples(data_dir / "param_train.jsonl"));
     train.insert(train.end(), more.begin(), more.end());
     auto eval = pairs_of(read_examples(data_dir / "function_test.jsonl"));
