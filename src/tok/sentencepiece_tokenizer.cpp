@@ -7,12 +7,19 @@
 #include "core/hash.h"
 #include "tok/backends.h"
 
+// sentencepiece's own log threshold (src/common.h of its source, not installed as a public header): loading a
+// model with identity normalization logs an INFO line on stderr, which would end up in every `pwab run`.
+namespace sentencepiece::logging {
+void SetMinLogLevel(int v);
+}  // namespace sentencepiece::logging
+
 namespace pwab::tok {
 namespace {
 
 class SentencePieceTokenizer final : public Tokenizer {
  public:
   SentencePieceTokenizer(const std::filesystem::path& file, const std::string& bytes) {
+    sentencepiece::logging::SetMinLogLevel(1);  // warnings and errors only
     const auto status = sp_.LoadFromSerializedProto(bytes);
     if (!status.ok())
       throw DataError(fmt::format("{}: not a valid sentencepiece model ({})", file.string(), status.ToString()));
