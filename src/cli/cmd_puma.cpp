@@ -77,16 +77,10 @@ void print_report(const puma::PipelineReport& r) {
 void run_puma(const PumaArgs& a, const std::string& until) {
   puma::PipelineOptions options = pipeline_options(a);
   data::Dataset ds = load_data(a.data);
-  auto index = search::Index::open_or_build(ds, a.index_dir.empty() ? std::nullopt
-                                                                    : std::optional<std::filesystem::path>(a.index_dir));
-  auto ckpt = a.checkpoint.empty() ? default_rec_checkpoint(a.data) : std::filesystem::path(a.checkpoint);
-  if (!std::filesystem::exists(ckpt))
-    throw Error("no recommender checkpoint at " + ckpt.string() + ": run `pwab rec train " + a.data +
-                "` first or pass --checkpoint");
-  auto recommender = rec::Recommender::load(ckpt, ds);
+  EnvServices services = open_env_services(ds, a.data, a.index_dir, a.checkpoint);
   auto embedder = make_run_embedder(a.embedder, ds, a.data);
-  env::IndexSearch search_backend(*index);
-  env::SasrecRecommend recommend_backend(*recommender);
+  env::IndexSearch search_backend(*services.index);
+  env::SasrecRecommend recommend_backend(*services.recommender);
   env::Environment environment(ds, &search_backend, &recommend_backend, *embedder, {a.top_k});
 
   LlmSetup models = make_llm_setup(a.llm, /*need_agent=*/a.search_labels == "llm", /*need_user=*/false);

@@ -162,19 +162,13 @@ void run_benchmark(const RunArgs& a) {
   auto tasks = runner::select_tasks(ds, a.split, range, shard_index, shard_count);
 
   // Services: BM25 index, SASRec, the embedder shared by rewards and memory retrieval.
-  auto index = search::Index::open_or_build(ds, a.index_dir.empty() ? std::nullopt
-                                                                    : std::optional<std::filesystem::path>(a.index_dir));
-  auto ckpt = a.checkpoint.empty() ? default_rec_checkpoint(a.data) : std::filesystem::path(a.checkpoint);
-  if (!std::filesystem::exists(ckpt))
-    throw Error("no recommender checkpoint at " + ckpt.string() + ": run `pwab rec train " + a.data +
-                "` first or pass --checkpoint");
-  auto recommender = rec::Recommender::load(ckpt, ds);
+  EnvServices services = open_env_services(ds, a.data, a.index_dir, a.checkpoint);
   LlmSetup models = make_llm_setup(a.llm, /*need_agent=*/true, /*need_user=*/user_sim == "llm");
   llm::Ledger& ledger = *models.ledger;
   auto embedder = a.embedder.rfind("openai:", 0) == 0 ? make_openai_embedder(a.llm, a.embedder.substr(7), &ledger)
                                                       : make_run_embedder(a.embedder, ds, a.data);
-  env::IndexSearch search_backend(*index);
-  env::SasrecRecommend recommend_backend(*recommender);
+  env::IndexSearch search_backend(*services.index);
+  env::SasrecRecommend recommend_backend(*services.recommender);
   env::Environment environment(ds, &search_backend, &recommend_backend, *embedder, {a.top_k});
 
   agents::AgentOptions agent_options;
@@ -212,8 +206,8 @@ void run_benchmark(const RunArgs& a) {
                  {"max_steps", max_steps},
                  {"top_k", a.top_k},
                  {"embedder", embedder->name()},
-                 {"search_index", index->fingerprint()},
-                 {"recommender", to_hex(hash_file(ckpt))}};
+                 {"search_index", services.index->fingerprint()},
+                 {"recommender", to_hex(hash_file(services.checkpoint))}};
   if (auto llm_config = Json::parse(models.config_json); !llm_config.empty()) config["llm"] = llm_config;
   runner::RunManifest manifest;
   manifest.config_json = config.dump();

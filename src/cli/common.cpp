@@ -25,4 +25,18 @@ std::unique_ptr<embed::Embedder> make_run_embedder(const std::string& spec, cons
   throw UsageError("--embedder must be fasttext, minilm:MODEL_DIR or hashing[:DIM], got '" + spec + "'");
 }
 
+EnvServices open_env_services(const data::Dataset& ds, const std::string& data_dir, const std::string& index_dir,
+                              const std::string& checkpoint) {
+  EnvServices s;
+  s.index = search::Index::open_or_build(
+      ds, index_dir.empty() ? std::nullopt : std::optional<std::filesystem::path>(index_dir));
+  auto ckpt = checkpoint.empty() ? default_rec_checkpoint(data_dir) : std::filesystem::path(checkpoint);
+  if (!std::filesystem::exists(ckpt))
+    throw Error("no recommender checkpoint at " + ckpt.string() + ": run `pwab rec train " + data_dir +
+                "` first or pass --checkpoint");
+  s.recommender = rec::Recommender::load(ckpt, ds);
+  s.checkpoint = ckpt;
+  return s;
+}
+
 }  // namespace pwab::cli

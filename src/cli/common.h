@@ -6,6 +6,8 @@
 
 #include "data/dataset.h"
 #include "embed/embedder.h"
+#include "rec/recommender.h"
+#include "search/search.h"
 
 namespace pwab::cli {
 
@@ -16,6 +18,17 @@ std::filesystem::path default_rec_checkpoint(const std::filesystem::path& data_d
 //! The embedder a run uses for review rewards and memory retrieval: "fasttext" (trained on the dataset's own
 //! text, cached under DATA/.pwab-models), "minilm:MODEL_DIR" (all-MiniLM-L6-v2) or "hashing[:DIM]". UsageError
 //! for an unknown spec.
+//! The services behind an environment's search and recommendation tools.
+struct EnvServices {
+  std::unique_ptr<search::Index> index;
+  std::unique_ptr<rec::Recommender> recommender;
+  std::filesystem::path checkpoint;  //!< the SASRec checkpoint loaded
+};
+//! Opens (or builds and caches) the BM25 index (`index_dir`, or DATA's default when empty) and loads SASRec from
+//! `checkpoint` (DATA's default when empty). Error telling to run `pwab rec train` when there is no checkpoint.
+EnvServices open_env_services(const data::Dataset& ds, const std::string& data_dir, const std::string& index_dir,
+                              const std::string& checkpoint);
+
 std::unique_ptr<embed::Embedder> make_run_embedder(const std::string& spec, const data::Dataset& ds,
                                                    const std::filesystem::path& data_dir);
 
