@@ -277,6 +277,12 @@ TrainReport train_loop(llama::LlamaModel& model, Trainables& t, std::size_t n_ro
       ++window_n, ++epoch_n;
       window_tokens += tokens;
       if (stepped && o.checkpoint_every > 0 && acc.optimizer_steps() % o.checkpoint_every == 0) save(epoch);
+      if (stepped && o.stop_after_steps > 0 && acc.optimizer_steps() >= o.stop_after_steps) {
+        save(epoch);
+        report.cancelled = true;
+        report.steps = acc.optimizer_steps();
+        return report;
+      }
       auto now = Clock::now();
       if (o.on_progress && (stepped || m + 1 == per_epoch_micro) &&
           std::chrono::duration<double>(now - last_report).count() > 0.5) {

@@ -67,6 +67,8 @@ struct TrainOptions {
   double dpo_beta = 0.1;      //!< DPO only
   std::function<void(const TrainProgress&)> on_progress;  //!< called every few optimizer steps
   const std::atomic<bool>* cancel = nullptr;  //!< when set: checkpoint and stop (resumable)
+  //! Stop (checkpointed, reported as cancelled) once this many optimizer steps are done: time-boxed runs; 0 = off.
+  int64_t stop_after_steps = 0;
 };
 
 struct TrainReport {
