@@ -1,6 +1,7 @@
 // src/agents/fc_agent.cpp: the fc agent's prompts, options, factory and per-episode conversation.
 #include "agents/fc_agent.h"
 #include "agents/llm_config.h"
+#include "agents/tool_chat_agent.h"
 
 #include <cstdlib>
 #include <utility>
@@ -164,86 +165,6 @@ FcOptions parse_fc_options(const AgentOptions& options) {
 
 namespace {
 
-std::string content_json(std::string_view text) {
-  std::string out;
-  JsonWriter(out).begin_object().key("content").value(text).end_object();
-  return out;
-}
-
-class FcAgent final : public runner::Agent {
- public:
-  FcAgent(const FcAgentFactory& factory, const LlmAccess& access, const std::string& tools_json,
-          std::unique_ptr<llm::ChatModel> model)
-      : factory_(factory), access_(access), tools_json_(tools_json), model_(std::move(model)) {}
-
-  void begin(const data::Task& task, const std::string& first_observation, runner::Track track) override {
-    // An LLM function predictor asks the episode's model first; its tokens count with the first step.
-    FunctionGuess guess;
-    if (const FunctionPredictor* p = factory_.predictor()) guess = p->predict(task.instruction, model_.get());
-    prior_prompt_tokens_ = guess.prompt_tokens;
-    prior_completion_tokens_ = guess.completion_tokens;
-    messages_ = {llm::Message::system(factory_.system_message(task, track, guess.function)),
-                 llm::Message::user(first_observation)};
-  }
-
-  runner::AgentStep next(const std::string& observation) override {
-    // §3.3: a tool call's result comes back as a tool message; a text reply's answer (the user's, or the
-    // environment's "Error: ..." without a user) as a user message.
-    if (pending_ == Pending::kToolResult) {
-      llm::Message m = llm::Message::tool(pending_call_id_, observation);
-      m.name = pending_call_name_;
-      messages_.push_back(std::move(m));
-    } else if (pending_ == Pending::kUserReply) {
-      messages_.push_back(llm::Message::user(observation));
-    }
-    pending_ = Pending::kNothing;
-
-    llm::ChatRequest req;
-    req.model = access_.model;
-    req.messages = messages_;
-    req.tools_json = tools_json_;
-    req.tool_choice = "auto";
-    req.temperature = access_.temperature.value_or(0.0);  // the original's --temperature default
-    req.max_tokens = access_.max_tokens;
-    req.seed = access_.seed;
-    llm::ChatResponse r = model_->chat(req);  // llm::InfraError propagates: the runner marks the task errored
-
-    runner::AgentStep step;
-    step.prompt_tokens = static_cast<int>(r.prompt_tokens) + std::exchange(prior_prompt_tokens_, 0);
-    step.completion_tokens = static_cast<int>(r.completion_tokens) + std::exchange(prior_completion_tokens_, 0);
-    llm::Message reply = std::move(r.message);
-    reply.role = "assistant";
-    if (!reply.tool_calls.empty()) {
-      // §4.1: only the first call is acted on and kept. With ReplyStatus::kInvalidToolArguments its arguments go
-      // to the environment as written, which answers with an Error observation (a [0, 0] attempt for a task
-      // function): the model's failure, recorded as such.
-      reply.tool_calls.resize(1);
-      const llm::ToolCall& call = reply.tool_calls[0];
-      step.action = {call.name, call.arguments_json};
-      pending_ = Pending::kToolResult;
-      pending_call_id_ = call.id;
-      pending_call_name_ = call.name;
-    } else {
-      step.action = {std::string(env::kRespond), content_json(reply.content)};
-      pending_ = Pending::kUserReply;
-    }
-    messages_.push_back(std::move(reply));
-    return step;
-  }
-
- private:
-  enum class Pending { kNothing, kToolResult, kUserReply };
-
-  const FcAgentFactory& factory_;
-  const LlmAccess& access_;
-  const std::string& tools_json_;
-  std::unique_ptr<llm::ChatModel> model_;
-  std::vector<llm::Message> messages_;
-  Pending pending_ = Pending::kNothing;
-  std::string pending_call_id_, pending_call_name_;
-  int prior_prompt_tokens_ = 0, prior_completion_tokens_ = 0;
-};
-
 //! The tools the fc agent is offered, computed once.
 const std::string& fc_tools_json() {
   static const std::string tools = env::tools_json(/*include_product_details=*/false);
@@ -297,7 +218,13 @@ std::string FcAgentFactory::config_json() const {
 std::unique_ptr<runner::Agent> FcAgentFactory::make(const data::Task& task) const {
   auto model = context_.llm.open(runner::task_key(task), llm::Role::kAgent);
   if (!model) throw UsageError("fc agent: the run's LLM access gave no model");
-  return std::make_unique<FcAgent>(*this, context_.llm, fc_tools_json(), std::move(model));
+  // An LLM function predictor asks the episode's model first; its tokens count with the first step.
+  auto system = [this](const data::Task& t, runner::Track track, llm::ChatModel& llm) {
+    FunctionGuess guess;
+    if (predictor_) guess = predictor_->predict(t.instruction, &llm);
+    return SystemPrompt{system_message(t, track, guess.function), guess.prompt_tokens, guess.completion_tokens};
+  };
+  return std::make_unique<ToolChatAgent>(system, context_.llm, fc_tools_json(), std::move(model));
 }
 
 std::string FcAgentFactory::predicted_function(const data::Task& task) const {

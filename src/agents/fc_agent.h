@@ -1,14 +1,10 @@
 // src/agents/fc_agent.h: the GPT function-calling agent `fc` (reference §4.2) with the memory baselines none /
 // random / last / relevant and task-specific memory (§4.6a, the "PUMA (gpt)" row).
 //
-// One episode is one conversation: a system message (the prompt, with the memory appended unless it is "none")
-// and the first observation as the user message. Every next() sends the conversation with the tools the
-// environment offers (search, recommend, review, stop: the details tool is left out, as the original does),
-// tool_choice "auto" and the run's sampling settings, and turns the reply into one action: tool_calls[0] (the
-// only call kept in the history) or, for a text reply, `respond` with the text. The action's observation comes
-// back on the next call as a tool message (tool calls) or a user message (respond). The model comes from
-// AgentContext::llm, metered under the task's key and the agent role; llm::InfraError passes through, so the
-// runner records the task as errored. docs/agents/fc.md has the prompts, renderings and deviations.
+// An episode is a ToolChatAgent conversation (tool_chat_agent.h) with the tools the environment offers (search,
+// recommend, review, stop: the details tool is left out, as the original does) and a system message that is the
+// prompt with the memory appended unless it is "none". The model comes from AgentContext::llm, metered under the
+// task's key and the agent role. docs/agents/fc.md has the prompts, renderings and deviations.
 #pragma once
 #include <filesystem>
 #include <map>

@@ -267,8 +267,8 @@ class InterecAgentFactory::Agent final : public ToolChatAgent {
   Agent(const InterecAgentFactory& factory, const data::Task& task, bool planned, bool owns_update,
         InterecProfile snapshot, std::unique_ptr<llm::ChatModel> model)
       : ToolChatAgent(
-            [&factory, snapshot = std::move(snapshot)](const data::Task& t, runner::Track track) {
-              return factory.system_message(t, track, snapshot);
+            [&factory, snapshot = std::move(snapshot)](const data::Task& t, runner::Track track, llm::ChatModel&) {
+              return SystemPrompt{factory.system_message(t, track, snapshot)};
             },
             factory.context_.llm, factory.tools_json_, std::move(model)),
         factory_(factory),

@@ -1,5 +1,6 @@
 #include "agents/puma_prompt.h"
 
+#include "agents/tool_chat_agent.h"
 #include "core/error.h"
 #include "core/json_writer.h"
 #include "core/text.h"
@@ -85,7 +86,7 @@ class TokenizerCounter final : public TokenCounter {
 
 std::string store_text(const data::Product& p) { return p.store ? *p.store : std::string("None"); }
 
-std::string content_json(std::string_view key, std::string_view text) {
+std::string string_field_json(std::string_view key, std::string_view text) {
   std::string out;
   JsonWriter(out).begin_object().key(key).value(text).end_object();
   return out;
@@ -167,16 +168,16 @@ std::string puma_memory(const data::Dataset& ds, const data::Task& task, std::op
 
 env::Action puma_action(std::string_view parameter, std::string_view predicted_function) {
   std::string_view text = trim(parameter);
-  if (text.starts_with("Say:")) return {std::string(env::kRespond), content_json("content", trim(text.substr(4)))};
+  if (text.starts_with("Say:")) return respond_action(trim(text.substr(4)));
   if (text.starts_with("stop")) return {std::string(env::kStop), "{}"};
   std::string_view function = trim(predicted_function);
   std::optional<data::TaskType> type = env::task_type_of_function(function);
   if (!type) return {function.empty() ? std::string("(no function)") : std::string(function), "{}"};
   switch (*type) {
     case data::TaskType::kSearch:
-      return {std::string(env::kSearch), content_json("query", text)};
+      return {std::string(env::kSearch), string_field_json("query", text)};
     case data::TaskType::kReview:
-      return {std::string(env::kAddReview), content_json("review", text)};
+      return {std::string(env::kAddReview), string_field_json("review", text)};
     case data::TaskType::kRecommend: {
       std::vector<std::string> asins;
       for (std::string& piece : split_trim(text, ','))

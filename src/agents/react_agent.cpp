@@ -1,6 +1,7 @@
 // src/agents/react_agent.cpp: the ReAct / Reflection prompts, the reply parser, options, factory and episode.
 #include "agents/react_agent.h"
 #include "agents/llm_config.h"
+#include "agents/tool_chat_agent.h"
 
 #include <cstdlib>
 #include <utility>
@@ -185,12 +186,6 @@ std::string strip_name(std::string_view s) {
   return std::string(s);
 }
 
-std::string content_json(std::string_view text) {
-  std::string out;
-  JsonWriter(out).begin_object().key("content").value(text).end_object();
-  return out;
-}
-
 }  // namespace
 
 ReactParse parse_react_reply(std::string_view reply) {
@@ -243,7 +238,7 @@ ReactParse parse_react_reply(std::string_view reply) {
     nlohmann::json j = nlohmann::json::parse(args, nullptr, /*allow_exceptions=*/false);
     if (j.is_string()) message = j.get<std::string>();
     else if (j.is_object() && j.contains("content") && j["content"].is_string()) message = j["content"].get<std::string>();
-    return {env::Action{std::string(env::kRespond), content_json(message)}, {}};
+    return {respond_action(message), {}};
   }
   for (const env::ToolSpec& t : env::tool_specs())
     if (ascii_lower(name) == ascii_lower(t.name)) name = std::string(t.name);
@@ -366,7 +361,7 @@ class ReactAgent final : public runner::Agent {
     } else {
       // Every re-ask failed: the raw text goes out as a text reply, which the environment scores like any
       // text reply (single-turn: [0, 0] and the episode ends; multi-turn: the user reads it).
-      step.action = {std::string(env::kRespond), content_json(text)};
+      step.action = respond_action(text);
     }
     pending_ = step.action.name == env::kRespond ? Pending::kUserReply : Pending::kToolResult;
     return step;

@@ -1,4 +1,4 @@
-// src/agents/recmind_agent.cpp: the shared function-calling conversation, RecMind's prompts, memory and factory.
+// src/agents/recmind_agent.cpp: RecMind's prompts, memory and factory.
 #include "agents/recmind_agent.h"
 #include "agents/llm_config.h"
 
@@ -12,72 +12,6 @@
 #include "runner/results.h"
 
 namespace pwab::agents {
-
-// ------------------------------------------------------------------------------------------------------------
-// ToolChatAgent
-// ------------------------------------------------------------------------------------------------------------
-
-namespace {
-
-std::string content_json(std::string_view text) {
-  std::string out;
-  JsonWriter(out).begin_object().key("content").value(text).end_object();
-  return out;
-}
-
-}  // namespace
-
-ToolChatAgent::ToolChatAgent(SystemMessage system_message, const LlmAccess& access, std::string tools_json,
-                             std::unique_ptr<llm::ChatModel> model)
-    : system_message_(std::move(system_message)),
-      access_(access),
-      tools_json_(std::move(tools_json)),
-      model_(std::move(model)) {}
-
-void ToolChatAgent::begin(const data::Task& task, const std::string& first_observation, runner::Track track) {
-  messages_ = {llm::Message::system(system_message_(task, track)), llm::Message::user(first_observation)};
-  pending_ = Pending::kNothing;
-}
-
-runner::AgentStep ToolChatAgent::next(const std::string& observation) {
-  if (pending_ == Pending::kToolResult) {
-    llm::Message m = llm::Message::tool(pending_call_id_, observation);
-    m.name = pending_call_name_;
-    messages_.push_back(std::move(m));
-  } else if (pending_ == Pending::kUserReply) {
-    messages_.push_back(llm::Message::user(observation));
-  }
-  pending_ = Pending::kNothing;
-
-  llm::ChatRequest req;
-  req.model = access_.model;
-  req.messages = messages_;
-  req.tools_json = tools_json_;
-  req.tool_choice = "auto";
-  req.temperature = access_.temperature.value_or(0.0);
-  req.max_tokens = access_.max_tokens;
-  req.seed = access_.seed;
-  llm::ChatResponse r = model_->chat(req);
-
-  runner::AgentStep step;
-  step.prompt_tokens = static_cast<int>(r.prompt_tokens);
-  step.completion_tokens = static_cast<int>(r.completion_tokens);
-  llm::Message reply = std::move(r.message);
-  reply.role = "assistant";
-  if (!reply.tool_calls.empty()) {
-    reply.tool_calls.resize(1);  // §4.1: only the first call is acted on and kept
-    const llm::ToolCall& call = reply.tool_calls[0];
-    step.action = {call.name, call.arguments_json};
-    pending_ = Pending::kToolResult;
-    pending_call_id_ = call.id;
-    pending_call_name_ = call.name;
-  } else {
-    step.action = {std::string(env::kRespond), content_json(reply.content)};
-    pending_ = Pending::kUserReply;
-  }
-  messages_.push_back(std::move(reply));
-  return step;
-}
 
 // ------------------------------------------------------------------------------------------------------------
 // Prompts (§4.4, our own words; tool names exact)
@@ -219,8 +153,8 @@ std::unique_ptr<runner::Agent> RecMindAgentFactory::make(const data::Task& task)
   auto model = context_.llm.open(runner::task_key(task), llm::Role::kAgent);
   if (!model) throw UsageError("recmind agent: the run's LLM access gave no model");
   return std::make_unique<ToolChatAgent>(
-      [this](const data::Task& t, runner::Track track) { return system_message(t, track); }, context_.llm,
-      tools_json_, std::move(model));
+      [this](const data::Task& t, runner::Track track, llm::ChatModel&) { return SystemPrompt{system_message(t, track)}; },
+      context_.llm, tools_json_, std::move(model));
 }
 
 }  // namespace pwab::agents

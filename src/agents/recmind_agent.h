@@ -14,37 +14,10 @@
 #include <vector>
 
 #include "agents/agent.h"
+#include "agents/tool_chat_agent.h"
 #include "llm/chat.h"
 
 namespace pwab::agents {
-
-//! A function-calling conversation for one episode. begin() asks `system_message` for the system prompt;
-//! every next() is one chat call with `tools_json`, tool_choice "auto" and the run's sampling settings
-//! (temperature 0 unless set). llm::InfraError passes through.
-class ToolChatAgent : public runner::Agent {
- public:
-  using SystemMessage = std::function<std::string(const data::Task&, runner::Track)>;
-  ToolChatAgent(SystemMessage system_message, const LlmAccess& access, std::string tools_json,
-                std::unique_ptr<llm::ChatModel> model);
-
-  void begin(const data::Task& task, const std::string& first_observation, runner::Track track) override;
-  runner::AgentStep next(const std::string& observation) override;
-
-  //! The conversation so far: the system message, the first observation, then the turns. The observation of
-  //! the last action is not in it (it only arrives with a next() call that never comes after the last step).
-  const std::vector<llm::Message>& messages() const { return messages_; }
-
- private:
-  enum class Pending { kNothing, kToolResult, kUserReply };
-
-  SystemMessage system_message_;
-  const LlmAccess& access_;
-  std::string tools_json_;
-  std::unique_ptr<llm::ChatModel> model_;
-  std::vector<llm::Message> messages_;
-  Pending pending_ = Pending::kNothing;
-  std::string pending_call_id_, pending_call_name_;
-};
 
 //! Changes whenever a RecMind prompt's or memory header's wording changes (echoed by config_json()).
 inline constexpr std::string_view kRecMindPromptsVersion = "pwab-recmind-prompts/1";

@@ -1,5 +1,7 @@
 #include "construct/raw_records.h"
 
+#include "data/json_text.h"
+
 #include <simdjson.h>
 
 #include <cmath>
@@ -8,26 +10,6 @@ namespace pwab::construct {
 namespace dom = simdjson::dom;
 
 namespace {
-
-const char* type_name(dom::element_type t) {
-  switch (t) {
-    case dom::element_type::ARRAY: return "a list";
-    case dom::element_type::OBJECT: return "an object";
-    case dom::element_type::INT64:
-    case dom::element_type::UINT64: return "an integer";
-    case dom::element_type::DOUBLE: return "a float";
-    case dom::element_type::STRING: return "a string";
-    case dom::element_type::BOOL: return "a boolean";
-    case dom::element_type::NULL_VALUE: return "null";
-  }
-  return "?";
-}
-
-std::string preview(dom::element e) {
-  std::string s = simdjson::minify(e);
-  if (s.size() > 60) s = s.substr(0, 57) + "...";
-  return s;
-}
 
 // A JSON number as Python holds it; nullopt for other types.
 std::optional<py::Scalar> number_of(dom::element e) {
@@ -53,7 +35,7 @@ void optional_string(dom::object o, std::string_view key, std::string& out, std:
     out.assign(s);
     return;
   }
-  fp.push_back({std::string(key) + " is not a string", "got " + std::string(type_name(e.type())) + " " + preview(e)});
+  fp.push_back({std::string(key) + " is not a string", "got " + std::string(data::json_type_name(e.type())) + " " + data::json_preview(e, 60)});
 }
 
 // A list of strings: a list (numbers kept as their text), a lone string, null/missing → empty.
@@ -67,7 +49,7 @@ void string_list(dom::object o, std::string_view key, std::vector<std::string>& 
   }
   dom::array a;
   if (e.get(a)) {
-    fp.push_back({std::string(key) + " is not a list", "got " + std::string(type_name(e.type())) + " " + preview(e)});
+    fp.push_back({std::string(key) + " is not a list", "got " + std::string(data::json_type_name(e.type())) + " " + data::json_preview(e, 60)});
     return;
   }
   bool bad = false;
@@ -99,7 +81,7 @@ struct RawParser::Impl {
       return false;
     }
     if (doc.get(obj)) {
-      problem = {"not a JSON object", "the line is " + std::string(type_name(doc.type()))};
+      problem = {"not a JSON object", "the line is " + std::string(data::json_type_name(doc.type()))};
       return false;
     }
     return true;
@@ -122,7 +104,7 @@ bool RawParser::review(std::string_view line, bool with_text, RawReview& out, Li
     return false;
   }
   if (e.get(s) || s.empty()) {
-    problem = {"user_id is not a non-empty string", "got " + preview(e)};
+    problem = {"user_id is not a non-empty string", "got " + data::json_preview(e, 60)};
     return false;
   }
   out.user_id.assign(s);
@@ -131,7 +113,7 @@ bool RawParser::review(std::string_view line, bool with_text, RawReview& out, Li
   for (std::string_view key : {"parent_asin", "asin"}) {
     if (o[key].get(e) || e.is_null()) continue;
     if (e.get(s) || s.empty()) {
-      problem = {std::string(key) + " is not a non-empty string", "got " + preview(e)};
+      problem = {std::string(key) + " is not a non-empty string", "got " + data::json_preview(e, 60)};
       return false;
     }
     out.parent_asin.assign(s);
@@ -149,11 +131,11 @@ bool RawParser::review(std::string_view line, bool with_text, RawReview& out, Li
   }
   auto rating = number_of(e);
   if (!rating) {
-    problem = {"rating is not a number", "got " + std::string(type_name(e.type())) + " " + preview(e)};
+    problem = {"rating is not a number", "got " + std::string(data::json_type_name(e.type())) + " " + data::json_preview(e, 60)};
     return false;
   }
   if (!(rating->f >= 1.0 && rating->f <= 5.0)) {
-    problem = {"rating out of range 1-5", "got " + preview(e)};
+    problem = {"rating out of range 1-5", "got " + data::json_preview(e, 60)};
     return false;
   }
   out.rating = *rating;
@@ -166,7 +148,7 @@ bool RawParser::review(std::string_view line, bool with_text, RawReview& out, Li
     case dom::element_type::INT64: out.timestamp = int64_t(e); break;
     case dom::element_type::UINT64:
       if (uint64_t(e) > static_cast<uint64_t>(INT64_MAX)) {
-        problem = {"timestamp out of range", "got " + preview(e)};
+        problem = {"timestamp out of range", "got " + data::json_preview(e, 60)};
         return false;
       }
       out.timestamp = static_cast<int64_t>(uint64_t(e));
@@ -174,18 +156,18 @@ bool RawParser::review(std::string_view line, bool with_text, RawReview& out, Li
     case dom::element_type::DOUBLE: {
       double d = double(e);
       if (!(std::floor(d) == d && std::fabs(d) < 9.0e15)) {
-        problem = {"timestamp is not an integer", "got " + preview(e)};
+        problem = {"timestamp is not an integer", "got " + data::json_preview(e, 60)};
         return false;
       }
       out.timestamp = static_cast<int64_t>(d);
       break;
     }
     default:
-      problem = {"timestamp is not an integer", "got " + std::string(type_name(e.type())) + " " + preview(e)};
+      problem = {"timestamp is not an integer", "got " + std::string(data::json_type_name(e.type())) + " " + data::json_preview(e, 60)};
       return false;
   }
   if (out.timestamp < 0) {
-    problem = {"timestamp is negative", "got " + preview(e)};
+    problem = {"timestamp is negative", "got " + data::json_preview(e, 60)};
     return false;
   }
 
@@ -209,7 +191,7 @@ bool RawParser::meta_key(std::string_view line, std::string& parent_asin, LinePr
     return false;
   }
   if (e.get(s) || s.empty()) {
-    problem = {"parent_asin is not a non-empty string", "got " + preview(e)};
+    problem = {"parent_asin is not a non-empty string", "got " + data::json_preview(e, 60)};
     return false;
   }
   parent_asin.assign(s);
@@ -236,7 +218,7 @@ bool RawParser::meta(std::string_view line, data::Product& p, LineProblem& probl
     py::Scalar& out = key == "average_rating" ? p.average_rating : p.rating_number;
     if (o[key].get(e) || e.is_null()) continue;
     if (auto n = number_of(e)) out = *n;
-    else fp.push_back({std::string(key) + " is not a number", "got " + preview(e)});
+    else fp.push_back({std::string(key) + " is not a number", "got " + data::json_preview(e, 60)});
   }
   string_list(o, "features", p.features, fp);
   string_list(o, "description", p.description, fp);
@@ -244,15 +226,15 @@ bool RawParser::meta(std::string_view line, data::Product& p, LineProblem& probl
   if (!o["price"].get(e) && !e.is_null()) {
     if (auto n = number_of(e)) p.price = *n;
     else if (!e.get(s)) p.price = py::Scalar::of_str(std::string(s));
-    else fp.push_back({"price is not a number or string", "got " + preview(e)});
+    else fp.push_back({"price is not a number or string", "got " + data::json_preview(e, 60)});
   }
   if (!o["store"].get(e) && !e.is_null()) {
     if (!e.get(s)) p.store = std::string(s);
-    else fp.push_back({"store is not a string", "got " + preview(e)});
+    else fp.push_back({"store is not a string", "got " + data::json_preview(e, 60)});
   }
   if (!o["details"].get(e) && !e.is_null()) {
     if (e.is_object() || e.is_string()) p.details_json = simdjson::minify(e);
-    else fp.push_back({"details is not an object", "got " + preview(e)});
+    else fp.push_back({"details is not an object", "got " + data::json_preview(e, 60)});
   }
   return true;
 }

@@ -1,4 +1,5 @@
 #include "data/loader.h"
+#include "data/json_text.h"
 
 #include <simdjson.h>
 
@@ -78,26 +79,6 @@ std::string quote_key(std::string_view k) {
   return out;
 }
 
-const char* type_name(dom::element_type t) {
-  switch (t) {
-    case dom::element_type::ARRAY: return "an array";
-    case dom::element_type::OBJECT: return "an object";
-    case dom::element_type::INT64:
-    case dom::element_type::UINT64: return "an integer";
-    case dom::element_type::DOUBLE: return "a float";
-    case dom::element_type::STRING: return "a string";
-    case dom::element_type::BOOL: return "a boolean";
-    case dom::element_type::NULL_VALUE: return "null";
-  }
-  return "?";
-}
-
-std::string preview(dom::element e) {
-  std::string text = simdjson::minify(e);
-  if (text.size() > 40) text = text.substr(0, 37) + "...";
-  return text;
-}
-
 // Location of the record being read: the file, a record label and the JSON path of the record's root.
 struct Where {
   std::string_view file;
@@ -112,7 +93,7 @@ struct Where {
     diag->warning(std::string(check), std::string(file), record, root + std::string(sub), std::move(message));
   }
   void wrong_type(std::string_view sub, const char* expected, dom::element got) const {
-    error("schema", sub, std::string("expected ") + expected + ", got " + type_name(got.type()) + " " + preview(got));
+    error("schema", sub, std::string("expected ") + expected + ", got " + json_type_name(got.type()) + " " + json_preview(got));
   }
 };
 
@@ -325,7 +306,7 @@ FileKind kind_of(std::string_view name) {
 bool root_object(dom::element root, ParsedFile& out, dom::object& obj, const char* what) {
   if (root.get_object().get(obj) == simdjson::SUCCESS) return true;
   out.diag.error("schema", out.name, "", "$", std::string("expected the top level to be an object (") + what +
-                                                   "), got " + type_name(root.type()));
+                                                   "), got " + json_type_name(root.type()));
   return false;
 }
 
@@ -785,6 +766,26 @@ void parse_dataset_file_for_test(std::string_view file_name, std::string_view js
   simdjson::padded_string text(json);
   parse_json_text(file_name, text, parser, out);
   diag.merge(std::move(out.diag));
+}
+
+const char* json_type_name(dom::element_type t) {
+  switch (t) {
+    case dom::element_type::ARRAY: return "an array";
+    case dom::element_type::OBJECT: return "an object";
+    case dom::element_type::INT64:
+    case dom::element_type::UINT64: return "an integer";
+    case dom::element_type::DOUBLE: return "a float";
+    case dom::element_type::STRING: return "a string";
+    case dom::element_type::BOOL: return "a boolean";
+    case dom::element_type::NULL_VALUE: return "null";
+  }
+  return "?";
+}
+
+std::string json_preview(dom::element e, std::size_t max_chars) {
+  std::string text = simdjson::minify(e);
+  if (text.size() > max_chars) text = text.substr(0, max_chars > 3 ? max_chars - 3 : 0) + "...";
+  return text;
 }
 
 }  // namespace pwab::data

@@ -256,17 +256,7 @@ int64_t LoraAdapter::n_parameters() const {
 void LoraAdapter::save(const fs::path& adapter_dir, const std::string& dtype_name_) const {
   const torch::Dtype dtype = parse_dtype(dtype_name_);
   std::vector<safetensors::TensorData> tensors;
-  for (const auto& [name, t] : named_parameters()) {
-    auto c = t.detach().to(torch::kCPU).to(dtype).contiguous();
-    safetensors::TensorData d;
-    d.name = name;
-    d.dtype = dtype == torch::kFloat32   ? safetensors::Dtype::kF32
-              : dtype == torch::kFloat16 ? safetensors::Dtype::kF16
-                                         : safetensors::Dtype::kBF16;
-    d.shape.assign(c.sizes().begin(), c.sizes().end());
-    d.bytes.assign(static_cast<const char*>(c.data_ptr()), c.nbytes());
-    tensors.push_back(std::move(d));
-  }
+  for (const auto& [name, t] : named_parameters()) tensors.push_back(to_safetensors(name, t, dtype));
   fs::create_directories(adapter_dir);
   safetensors::write_file(adapter_dir / "adapter_model.safetensors", tensors, {{"format", "pt"}});
   write_file_atomic(adapter_dir / "adapter_config.json", config_.to_json());

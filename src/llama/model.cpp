@@ -475,18 +475,6 @@ LlamaModel load_model(const fs::path& model_dir, const LoadOptions& options) {
 
 namespace {
 
-safetensors::TensorData tensor_data(const std::string& name, const torch::Tensor& t, torch::Dtype dtype) {
-  auto c = t.detach().to(torch::kCPU).to(dtype).contiguous();
-  safetensors::TensorData d;
-  d.name = name;
-  d.dtype = dtype == torch::kFloat32   ? safetensors::Dtype::kF32
-            : dtype == torch::kFloat16 ? safetensors::Dtype::kF16
-                                       : safetensors::Dtype::kBF16;
-  d.shape.assign(c.sizes().begin(), c.sizes().end());
-  d.bytes.assign(static_cast<const char*>(c.data_ptr()), c.nbytes());
-  return d;
-}
-
 void remove_old_weights(const fs::path& dir) {
   for (const auto& entry : fs::directory_iterator(dir)) {
     const std::string name = entry.path().filename().string();
@@ -506,7 +494,7 @@ void save_model(const LlamaModelImpl& model, const fs::path& model_dir, const Sa
   std::vector<std::vector<safetensors::TensorData>> shards(1);
   int64_t shard_bytes = 0, total_bytes = 0;
   for (const auto& [name, t] : model.checkpoint_weights()) {
-    auto d = tensor_data(name, t, dtype);
+    auto d = to_safetensors(name, t, dtype);
     const auto size = static_cast<int64_t>(d.bytes.size());
     if (!shards.back().empty() && shard_bytes + size > options.max_shard_bytes) {
       shards.emplace_back();
@@ -533,6 +521,18 @@ void save_model(const LlamaModelImpl& model, const fs::path& model_dir, const Sa
   LlamaConfig config = model.config();
   config.torch_dtype = dtype_name(dtype);
   config.write(model_dir / "config.json");
+}
+
+safetensors::TensorData to_safetensors(const std::string& name, const torch::Tensor& t, torch::Dtype dtype) {
+  auto c = t.detach().to(torch::kCPU).to(dtype).contiguous();
+  safetensors::TensorData d;
+  d.name = name;
+  d.dtype = dtype == torch::kFloat32   ? safetensors::Dtype::kF32
+            : dtype == torch::kFloat16 ? safetensors::Dtype::kF16
+                                       : safetensors::Dtype::kBF16;
+  d.shape.assign(c.sizes().begin(), c.sizes().end());
+  d.bytes.assign(static_cast<const char*>(c.data_ptr()), c.nbytes());
+  return d;
 }
 
 }  // namespace pwab::llama

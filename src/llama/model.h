@@ -24,6 +24,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/safetensors.h"
 #include "llama/config.h"
 
 namespace pwab::llama {
@@ -207,6 +208,10 @@ struct SaveOptions {
 //! Writes config.json and the checkpoint weights (adapters not included: merge them first) in HF's layout,
 //! removing model*.safetensors files left from an earlier save in `model_dir`.
 void save_model(const LlamaModelImpl& model, const std::filesystem::path& model_dir, const SaveOptions& options = {});
+
+//! A tensor as a safetensors record (copied to the CPU in `dtype`: float32, float16 or bfloat16), for
+//! save_model() and LoRA adapters.
+safetensors::TensorData to_safetensors(const std::string& name, const torch::Tensor& t, torch::Dtype dtype);
 
 //! "float32" → torch::kFloat32, ...; throws pwab::UsageError for other names.
 torch::Dtype parse_dtype(const std::string& name);

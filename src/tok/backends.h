@@ -33,4 +33,8 @@ int parse_byte_piece(std::string_view piece);
 //! (what sentencepiece does with byte tokens that do not form characters).
 void append_utf8_or_replacement(std::string_view bytes, std::string& out);
 
+//! Length of the complete, valid UTF-8 sequence at s[i] (no overlongs, surrogates or code points past U+10FFFF);
+//! 0 if there is none.
+std::size_t valid_utf8_at(std::string_view s, std::size_t i);
+
 }  // namespace pwab::tok

@@ -33,23 +33,6 @@ struct StringHash {
   std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
 };
 
-//! Length of the UTF-8 sequence at s[i], or 0 when it is not a complete, valid one.
-std::size_t utf8_len(std::string_view s, std::size_t i) {
-  const auto b = static_cast<unsigned char>(s[i]);
-  if (b < 0x80) return 1;
-  std::size_t len = b >= 0xF0 ? 4 : b >= 0xE0 ? 3 : b >= 0xC2 ? 2 : 0;
-  if (len == 0 || b > 0xF4 || i + len > s.size()) return 0;
-  uint32_t c = b & (len == 4 ? 0x07u : len == 3 ? 0x0Fu : 0x1Fu);
-  for (std::size_t k = 1; k < len; ++k) {
-    const auto cb = static_cast<unsigned char>(s[i + k]);
-    if ((cb & 0xC0) != 0x80) return 0;
-    c = (c << 6) | (cb & 0x3Fu);
-  }
-  static constexpr uint32_t kMin[] = {0, 0, 0x80, 0x800, 0x10000};
-  if (c < kMin[len] || c > 0x10FFFF || (c >= 0xD800 && c <= 0xDFFF)) return 0;
-  return len;
-}
-
 class HfBpeTokenizer final : public Tokenizer {
  public:
   HfBpeTokenizer(const std::filesystem::path& file, const std::string& bytes) : file_(file.string()) {
@@ -330,7 +313,7 @@ class HfBpeTokenizer final : public Tokenizer {
     std::string s;
     s.reserve(section.size() + 8);
     for (std::size_t i = 0; i < section.size();) {
-      const std::size_t len = utf8_len(section, i);
+      const std::size_t len = valid_utf8_at(section, i);
       if (len == 0) {
         s += "\xEF\xBF\xBD";
         ++i;
@@ -406,7 +389,7 @@ class HfBpeTokenizer final : public Tokenizer {
       if (k > 0) syms[k - 1].next = k;
     };
     for (std::size_t i = 0; i < w.size();) {
-      const std::size_t len = std::max<std::size_t>(1, utf8_len(w, i));
+      const std::size_t len = std::max<std::size_t>(1, valid_utf8_at(w, i));
       const std::string_view ch = w.substr(i, len);
       i += len;
       if (const int32_t id = piece_to_id(ch); id >= 0) {

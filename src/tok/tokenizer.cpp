@@ -37,21 +37,6 @@ int parse_byte_piece(std::string_view p) {
 
 namespace {
 
-//! Length of the complete, valid UTF-8 sequence at s[i]; 0 if there is none.
-std::size_t valid_utf8_at(std::string_view s, std::size_t i) {
-  const auto b = static_cast<unsigned char>(s[i]);
-  if (b < 0x80) return 1;
-  const std::size_t len = b >= 0xF0 ? 4 : b >= 0xE0 ? 3 : b >= 0xC2 ? 2 : 0;
-  if (len == 0 || b > 0xF4 || i + len > s.size()) return 0;
-  uint32_t c = b & (len == 4 ? 0x07u : len == 3 ? 0x0Fu : 0x1Fu);
-  for (std::size_t k = 1; k < len; ++k) {
-    const auto cb = static_cast<unsigned char>(s[i + k]);
-    if ((cb & 0xC0) != 0x80) return 0;
-    c = (c << 6) | (cb & 0x3Fu);
-  }
-  static constexpr uint32_t kMin[] = {0, 0, 0x80, 0x800, 0x10000};
-  return c < kMin[len] || c > 0x10FFFF || (c >= 0xD800 && c <= 0xDFFF) ? 0 : len;
-}
 
 }  // namespace
 
@@ -231,6 +216,21 @@ std::string truncate_to_tokens(const Tokenizer& tokenizer, std::string_view text
     }
   }
   return tokenizer.decode(ids, true);
+}
+
+std::size_t valid_utf8_at(std::string_view s, std::size_t i) {
+  const auto b = static_cast<unsigned char>(s[i]);
+  if (b < 0x80) return 1;
+  const std::size_t len = b >= 0xF0 ? 4 : b >= 0xE0 ? 3 : b >= 0xC2 ? 2 : 0;
+  if (len == 0 || b > 0xF4 || i + len > s.size()) return 0;
+  uint32_t c = b & (len == 4 ? 0x07u : len == 3 ? 0x0Fu : 0x1Fu);
+  for (std::size_t k = 1; k < len; ++k) {
+    const auto cb = static_cast<unsigned char>(s[i + k]);
+    if ((cb & 0xC0) != 0x80) return 0;
+    c = (c << 6) | (cb & 0x3Fu);
+  }
+  static constexpr uint32_t kMin[] = {0, 0, 0x80, 0x800, 0x10000};
+  return c < kMin[len] || c > 0x10FFFF || (c >= 0xD800 && c <= 0xDFFF) ? 0 : len;
 }
 
 }  // namespace pwab::tok
