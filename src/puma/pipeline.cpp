@@ -259,14 +259,16 @@ PipelineReport run_pipeline(const PipelineContext& ctx, const PipelineOptions& o
     write_examples(data_dir / "function_train.jsonl", first_n(function_examples(ds, data::Split::kTrain), o.train_limit));
     write_examples(data_dir / "function_test.jsonl", first_n(function_examples(ds, data::Split::kTest), o.test_limit));
     auto train_params = param_examples(ds, data::Split::kTrain, *ctx.embedder, *counter, labeler, o.prepare, &rep);
+    const std::size_t used = first_n(train_params, o.train_limit).size();
     write_examples(data_dir / "param_train.jsonl", first_n(std::move(train_params), o.train_limit));
     write_examples(data_dir / "param_test.jsonl",
                    first_n(param_examples(ds, data::Split::kTest, *ctx.embedder, *counter, labeler, o.prepare),
                            o.test_limit));
     write_json(data_dir / "report.json", {{"train_tasks", rep.tasks}, {"train_examples", rep.examples},
-                                          {"recommend_fallbacks", rep.recommend_fallbacks}, {"skipped", rep.skipped}});
-    st.log(fmt::format("prepare: {} train parameter examples, {} D8 fallbacks, {} skipped", rep.examples,
-                       rep.recommend_fallbacks, rep.skipped));
+                                          {"recommend_fallbacks", rep.recommend_fallbacks}, {"skipped", rep.skipped},
+                                          {"train_examples_used", used}});
+    st.log(fmt::format("prepare: {} train parameter examples ({} used), {} D8 fallbacks, {} skipped", rep.examples,
+                       used, rep.recommend_fallbacks, rep.skipped));
     st.mark("prepare", data_dir, settings);
   }
   if (reached("prepare")) return report;
