@@ -259,7 +259,8 @@ PipelineReport run_pipeline(const PipelineContext& ctx, const PipelineOptions& o
     write_examples(data_dir / "function_train.jsonl", first_n(function_examples(ds, data::Split::kTrain), o.train_limit));
     write_examples(data_dir / "function_test.jsonl", first_n(function_examples(ds, data::Split::kTest), o.test_limit));
     auto train_params = param_examples(ds, data::Split::kTrain, *ctx.embedder, *counter, labeler, o.prepare, &rep);
-    const std::size_t used = first_n(train_params, o.train_limit).size();
+    const std::size_t used = o.train_limit > 0 ? std::min(train_params.size(), static_cast<std::size_t>(o.train_limit))
+                                               : train_params.size();
     write_examples(data_dir / "param_train.jsonl", first_n(std::move(train_params), o.train_limit));
     write_examples(data_dir / "param_test.jsonl",
                    first_n(param_examples(ds, data::Split::kTest, *ctx.embedder, *counter, labeler, o.prepare),
