@@ -215,6 +215,7 @@ RemoteAgentFactory::RemoteAgentFactory(RemoteOptions options, const AgentContext
   c.retry.max_attempts = options_.max_attempts;
   c.retry.base_delay_s = options_.retry_delay_s;
   c.retry.max_delay_s = 30;
+  c.log = context.log;
   endpoint_ = std::make_shared<llm::Endpoint>(std::move(c));
 }
 

@@ -187,6 +187,7 @@ void run_benchmark(const RunArgs& a) {
   context.seed = a.seed;
   context.run_dir = a.out;
   context.max_steps = a.max_steps > 0 ? a.max_steps : 10;
+  context.log = [](const std::string& line) { std::cerr << "pwab: " << line << "\n"; };
   if (models.agent_model) {
     context.llm.model = models.agent_model_name;
     context.llm.temperature = a.llm.temperature.value_or(0.0);
