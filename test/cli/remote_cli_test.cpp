@@ -164,8 +164,12 @@ TEST_F(RemoteCli, SingleTurnRunsTheExampleAgentOnEveryTask) {
     const Json& action = r["actions"][0];
     Json args = Json::parse(action["arguments"].get<std::string>());
     std::string name = action["name"];
-    if (name == "search_product_by_query") EXPECT_FALSE(args["query"].get<std::string>().empty()) << r;
-    if (name == "add_product_review") EXPECT_GT(args["review"].get<std::string>().size(), 10u) << r;
+    if (name == "search_product_by_query") {
+      EXPECT_FALSE(args["query"].get<std::string>().empty()) << r;
+    }
+    if (name == "add_product_review") {
+      EXPECT_GT(args["review"].get<std::string>().size(), 10u) << r;
+    }
     if (name == "get_recommendations_by_history") {
       std::string key = r["task"];
       std::size_t index = std::stoul(key.substr(key.find('/') + 1));
@@ -218,7 +222,9 @@ TEST_F(RemoteCli, MultiTurnAsksOnceThenActsThenStops) {
       EXPECT_EQ(acted, "get_recommendations_by_history") << r;
     }
     EXPECT_EQ(r["attempts"].size(), 1u) << r;
-    if (acted == task_function(r["type"])) EXPECT_EQ(r["attempts"][0][0], 1.0) << r;
+    if (acted == task_function(r["type"])) {
+      EXPECT_EQ(r["attempts"][0][0], 1.0) << r;
+    }
   }
   EXPECT_GT(asked, 0);
   EXPECT_GE(overall_f_acc("mt"), 0.9);
