@@ -204,7 +204,7 @@ def next_action(request):
                                                                    history, replies)}}
 
 
-REQUIRED = ("protocol", "episode_id", "step", "track", "first_observation", "history", "conversation")
+REQUIRED = ("protocol", "episode_id", "step", "max_steps", "track", "first_observation", "history", "conversation")
 
 
 def check_request(request):
@@ -244,7 +244,12 @@ class Handler(BaseHTTPRequestHandler):
         if problem:
             self.send_json(400, {"error": problem})
             return
-        self.send_json(200, next_action(request))
+        try:
+            action = next_action(request)
+        except Exception as e:  # a bug of this agent: say so (pwab retries 5xx, then records the task's error)
+            self.send_json(500, {"error": "the agent failed: %r" % e})
+            return
+        self.send_json(200, action)
 
     def log_message(self, format, *args):  # quiet unless --verbose
         if self.server.verbose:

@@ -90,7 +90,7 @@ const std::vector<Entry>& registry() {
         "an external agent over HTTP (needs --agent-url URL): pwab POSTs each step (task, tools, the user's visible "
         "history, the conversation so far; protocol pwab-agent/1, docs/agents/remote.md) and runs the action it "
         "answers; --agent-opt name=LABEL, product_details=true, timeout=S, retries=N",
-        "any (the agent is yours, in any language)"},
+        "none (your own agent, any language)"},
        [](const AgentOptions& o, const AgentContext& c) -> std::unique_ptr<AgentFactory> {
          RemoteOptions r = parse_remote_options(o);
          if (!o.extra.count("max_steps")) r.max_steps = c.max_steps;
