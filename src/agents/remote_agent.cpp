@@ -143,7 +143,12 @@ class RemoteAgent final : public runner::Agent {
           {{"action", {{"name", pending_->name}, {"arguments", arguments}}}, {"observation", observation}});
     }
     request_["step"] = request_["conversation"].size() + 1;
-    llm::PostResult reply = endpoint_.post_json("", request_.dump(), remote_reply_problem);
+    llm::PostResult reply;
+    try {
+      reply = endpoint_.post_json("", request_.dump(), remote_reply_problem);
+    } catch (const llm::InfraError& e) {
+      throw llm::InfraError(std::string(kWho) + ": " + e.what(), e.http_status(), e.attempts());  // say who failed
+    }
     runner::AgentStep step = parse_reply(reply.body);
     pending_ = step.action;
     return step;
