@@ -8,6 +8,7 @@
 #include "agents/puma_agent.h"
 #include "agents/react_agent.h"
 #include "agents/recmind_agent.h"
+#include "agents/remote_agent.h"
 #include "core/error.h"
 
 namespace pwab::agents {
@@ -84,6 +85,16 @@ const std::vector<Entry>& registry() {
         "PUMA (LLaMA-7B); PUMA (gpt) is fc --memory taskspec"},
        [](const AgentOptions& o, const AgentContext& c) -> std::unique_ptr<AgentFactory> {
          return std::make_unique<PumaAgentFactory>(parse_puma_options(o), c);
+       }},
+      {{"remote",
+        "an external agent over HTTP (needs --agent-url URL): pwab POSTs each step (task, tools, the user's visible "
+        "history, the conversation so far; protocol pwab-agent/1, docs/agents/remote.md) and runs the action it "
+        "answers; --agent-opt name=LABEL, product_details=true, timeout=S, retries=N",
+        "none (your own agent, any language)"},
+       [](const AgentOptions& o, const AgentContext& c) -> std::unique_ptr<AgentFactory> {
+         RemoteOptions r = parse_remote_options(o);
+         if (!o.extra.count("max_steps")) r.max_steps = c.max_steps;
+         return std::make_unique<RemoteAgentFactory>(std::move(r), c);
        }},
   };
   return entries;

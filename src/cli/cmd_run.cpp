@@ -43,6 +43,7 @@ extern "C" void on_sigint(int) {
 struct RunArgs {
   std::string data, split = "test", track = "single", agent = "heuristic", memory, user_sim, out, tasks = "0:";
   std::string shard = "0/1", embedder = "fasttext", checkpoint, index_dir;
+  std::string agent_url;  // --agent-url: where the remote agent answers
   std::vector<std::string> agent_opts;
   int memory_length = 0, concurrency = 0, max_steps = 0, top_k = 10;  // memory_length 0: the agent's default
   uint64_t seed = 0;
@@ -175,6 +176,10 @@ void run_benchmark(const RunArgs& a) {
   agent_options.memory = a.memory;
   if (a.memory_length > 0) agent_options.memory_length = a.memory_length;
   agent_options.extra = parse_agent_opts(a.agent_opts);
+  if (!a.agent_url.empty()) {
+    if (a.agent != "remote") throw UsageError("--agent-url is for --agent remote");
+    agent_options.extra["url"] = a.agent_url;
+  }
   agents::AgentContext context;
   context.ds = &ds;
   context.embedder = embedder.get();
@@ -182,6 +187,7 @@ void run_benchmark(const RunArgs& a) {
   context.seed = a.seed;
   context.run_dir = a.out;
   context.max_steps = a.max_steps > 0 ? a.max_steps : 10;
+  context.log = [](const std::string& line) { std::cerr << "pwab: " << line << "\n"; };
   if (models.agent_model) {
     context.llm.model = models.agent_model_name;
     context.llm.temperature = a.llm.temperature.value_or(0.0);
@@ -314,6 +320,7 @@ void add_run_commands(CLI::App& app) {
   run->add_option("--memory-length", a->memory_length, "Behaviours in memory (default: the agent's, 10; puma 100)")
       ->check(CLI::Range(1, 100000));
   run->add_option("--agent-opt", a->agent_opts, "Agent option KEY=VALUE (repeatable)");
+  run->add_option("--agent-url", a->agent_url, "URL of the external agent (--agent remote, docs/agents/remote.md)");
   run->add_option("--user-sim", a->user_sim, "none, scripted or llm (default: scripted in multi-turn, none in single)");
   run->add_option("--max-steps", a->max_steps,
                   "Agent calls per task (default: 10 multi-turn; single-turn 10, or 3 for ReAct-style agents)")

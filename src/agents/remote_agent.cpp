@@ -1,0 +1,239 @@
+#include "agents/remote_agent.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <random>
+
+#include "core/error.h"
+#include "core/text.h"
+#include "env/tools.h"
+#include "llm/chat.h"
+#include "runner/results.h"
+
+namespace pwab::agents {
+namespace {
+
+using Json = nlohmann::json;
+
+constexpr std::string_view kWho = "remote agent";
+
+std::string shown(double x) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", x);
+  return buf;
+}
+
+// The start of a reply body for an error message, on one line.
+std::string excerpt(std::string_view body) {
+  std::string out(body.substr(0, 200));
+  for (char& c : out)
+    if (static_cast<unsigned char>(c) < 0x20) c = ' ';
+  return body.size() > 200 ? out + "..." : out;
+}
+
+double parse_number(const std::string& key, const std::string& value, double lo, double hi, bool integer) {
+  char* end = nullptr;
+  double x = std::strtod(value.c_str(), &end);
+  bool ok = !value.empty() && *end == '\0' && std::isfinite(x) && x >= lo && x <= hi &&
+            (!integer || x == std::floor(x));
+  if (!ok)
+    throw UsageError(std::string(kWho) + ": " + key + " takes " + (integer ? "an integer" : "a number") + " in [" +
+                     shown(lo) + ", " + shown(hi) + "], not '" + value + "'");
+  return x;
+}
+
+bool parse_flag(const std::string& key, const std::string& value) {
+  if (value == "true" || value == "1") return true;
+  if (value == "false" || value == "0") return false;
+  throw UsageError(std::string(kWho) + ": " + key + " takes true or false, not '" + value + "'");
+}
+
+bool is_http_url(const std::string& url) {
+  std::string lower = ascii_lower(url);
+  for (std::string_view scheme : {"http://", "https://"})
+    if (lower.starts_with(scheme) && lower.size() > scheme.size()) return true;
+  return false;
+}
+
+// A catalogue number as JSON: the value when it is (or spells) a number, else null.
+Json number_or_null(const py::Scalar& s) {
+  if (auto x = s.number()) return *x;
+  return nullptr;
+}
+
+// The user's visible history (what the agent's memory may draw on), oldest first: the product's identity and
+// the user's own review of it. Stable on equal timestamps, so the stored order breaks ties.
+Json history_json(const data::Dataset& ds, const data::Task& task) {
+  std::vector<const data::Behaviour*> history = ds.visible_history(task);
+  std::stable_sort(history.begin(), history.end(), [](const data::Behaviour* a, const data::Behaviour* b) {
+    return a->review.timestamp < b->review.timestamp;
+  });
+  Json out = Json::array();
+  for (const data::Behaviour* b : history) {
+    const data::Product& p = ds.product(b->product);
+    out.push_back({{"asin", p.parent_asin},
+                   {"title", p.title},
+                   {"category", p.main_category},
+                   {"price", number_or_null(p.price)},
+                   {"rating", number_or_null(b->review.rating)},
+                   {"review_title", b->review.title},
+                   {"review", b->review.text},
+                   {"timestamp", b->review.timestamp}});
+  }
+  return out;
+}
+
+// A fresh episode id: the task key (readable in the agent's logs) and 64 random bits (unique across runs and
+// resumed sessions, so an agent that keeps state per episode never mixes two episodes of one task).
+std::string new_episode_id(const data::Task& task) {
+  static std::mutex mu;
+  static std::mt19937_64 gen{std::random_device{}()};
+  uint64_t bits;
+  {
+    std::lock_guard lock(mu);
+    bits = gen();
+  }
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(bits));
+  return runner::task_key(task) + "-" + hex;
+}
+
+// The protocol's reply, already checked by remote_reply_problem.
+runner::AgentStep parse_reply(const std::string& body) {
+  Json j = Json::parse(body);
+  runner::AgentStep step;
+  step.action.name = j["name"].get<std::string>();
+  step.action.arguments_json = j.contains("arguments") ? j["arguments"].dump() : "{}";
+  if (j.contains("usage") && j["usage"].is_object()) {
+    step.prompt_tokens = j["usage"].value("prompt_tokens", 0);
+    step.completion_tokens = j["usage"].value("completion_tokens", 0);
+  }
+  return step;
+}
+
+class RemoteAgent final : public runner::Agent {
+ public:
+  RemoteAgent(const data::Dataset& ds, const RemoteOptions& options, const std::string& tools_json,
+              const llm::Endpoint& endpoint)
+      : ds_(ds), options_(options), tools_json_(tools_json), endpoint_(endpoint) {}
+
+  void begin(const data::Task& task, const std::string& first_observation, runner::Track track) override {
+    request_ = {{"protocol", kRemoteProtocol},
+                {"episode_id", new_episode_id(task)},
+                {"task", {{"key", runner::task_key(task)}, {"user_id", ds_.user(task.user).id}}},
+                {"track", track == runner::Track::kSingleTurn ? "single" : "multi"},
+                {"max_steps", options_.max_steps},
+                {"tools", Json::parse(tools_json_)},
+                {"first_observation", first_observation},
+                {"history", history_json(ds_, task)},
+                {"conversation", Json::array()}};
+    pending_.reset();
+  }
+
+  runner::AgentStep next(const std::string& observation) override {
+    // The previous action's observation completes its turn of the conversation.
+    if (pending_) {
+      Json arguments = Json::parse(pending_->arguments_json, nullptr, false);
+      request_["conversation"].push_back(
+          {{"action", {{"name", pending_->name}, {"arguments", arguments}}}, {"observation", observation}});
+    }
+    request_["step"] = request_["conversation"].size() + 1;
+    llm::PostResult reply;
+    try {
+      reply = endpoint_.post_json("", request_.dump(), remote_reply_problem);
+    } catch (const llm::InfraError& e) {
+      throw llm::InfraError(std::string(kWho) + ": " + e.what(), e.http_status(), e.attempts());  // say who failed
+    }
+    runner::AgentStep step = parse_reply(reply.body);
+    pending_ = step.action;
+    return step;
+  }
+
+ private:
+  const data::Dataset& ds_;
+  const RemoteOptions& options_;
+  const std::string& tools_json_;
+  const llm::Endpoint& endpoint_;
+  Json request_;
+  std::optional<env::Action> pending_;  // the action whose observation the next call brings
+};
+
+}  // namespace
+
+std::string remote_reply_problem(const std::string& body) {
+  Json j = Json::parse(body, nullptr, false);
+  if (j.is_discarded()) return "the reply is not JSON: " + excerpt(body);
+  if (!j.is_object()) return "the reply is not a JSON object";
+  if (!j.contains("name") || !j["name"].is_string() || j["name"].get<std::string>().empty())
+    return "the reply has no \"name\" (a tool, respond or stop)";
+  if (j.contains("arguments") && !j["arguments"].is_object()) return "the reply's \"arguments\" is not a JSON object";
+  if (j.contains("usage")) {
+    const Json& u = j["usage"];
+    if (!u.is_object()) return "the reply's \"usage\" is not a JSON object";
+    for (const char* key : {"prompt_tokens", "completion_tokens"})
+      if (u.contains(key) && !(u[key].is_number_integer() && u[key].get<int64_t>() >= 0 &&
+                               u[key].get<int64_t>() <= 1'000'000'000))
+        return std::string("the reply's usage.") + key + " is not a non-negative integer";
+  }
+  return {};
+}
+
+RemoteOptions parse_remote_options(const AgentOptions& options) {
+  if (!options.memory.empty() || options.memory_length)
+    throw UsageError(std::string(kWho) +
+                     ": takes no --memory or --memory-length (it receives the whole visible history)");
+  RemoteOptions o;
+  for (const auto& [key, value] : options.extra) {
+    if (key == "url") o.url = std::string(trim(value));
+    else if (key == "name") o.name = value;
+    else if (key == "product_details") o.product_details = parse_flag(key, value);
+    else if (key == "timeout") o.timeout_s = parse_number(key, value, 0.001, 86400, false);
+    else if (key == "retries") o.max_attempts = static_cast<int>(parse_number(key, value, 1, 100, true));
+    else if (key == "retry_delay") o.retry_delay_s = parse_number(key, value, 0, 600, false);
+    else if (key == "max_in_flight") o.max_in_flight = static_cast<int>(parse_number(key, value, 1, 4096, true));
+    else if (key == "max_steps") o.max_steps = static_cast<int>(parse_number(key, value, 1, 1000, true));
+    else
+      throw UsageError(std::string(kWho) + ": unknown option '" + key +
+                       "' (available: url, name, product_details, timeout, retries, retry_delay, max_in_flight, "
+                       "max_steps)");
+  }
+  if (o.url.empty()) throw UsageError(std::string(kWho) + " needs the agent's URL: --agent-url URL");
+  if (!is_http_url(o.url))
+    throw UsageError(std::string(kWho) + ": --agent-url '" + llm::redact_url(o.url) +
+                     "' is not an http:// or https:// URL");
+  return o;
+}
+
+RemoteAgentFactory::RemoteAgentFactory(RemoteOptions options, const AgentContext& context)
+    : options_(std::move(options)), ds_(context.ds), tools_json_(env::tools_json(options_.product_details)) {
+  if (!ds_) throw UsageError(std::string(kWho) + ": no dataset");
+  llm::EndpointConfig c;
+  c.base_url = options_.url;  // requests go to the URL itself (path "")
+  c.timeout_s = options_.timeout_s;
+  c.connect_timeout_s = std::min(10.0, options_.timeout_s);
+  c.max_in_flight = options_.max_in_flight;
+  c.retry.max_attempts = options_.max_attempts;
+  c.retry.base_delay_s = options_.retry_delay_s;
+  c.retry.max_delay_s = 30;
+  c.log = context.log;
+  endpoint_ = std::make_shared<llm::Endpoint>(std::move(c));
+}
+
+std::string RemoteAgentFactory::config_json() const {
+  Json j = {{"protocol", kRemoteProtocol},
+            {"name", options_.name.empty() ? llm::redact_url(options_.url) : options_.name},
+            {"product_details", options_.product_details}};
+  return j.dump();
+}
+
+std::unique_ptr<runner::Agent> RemoteAgentFactory::make(const data::Task& task) const {
+  (void)task;
+  return std::make_unique<RemoteAgent>(*ds_, options_, tools_json_, *endpoint_);
+}
+
+}  // namespace pwab::agents
