@@ -4,7 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
-#include <map>
+#include <set>
 #include <unordered_map>
 
 #include "core/error.h"
@@ -79,9 +79,9 @@ struct GroupedRun {
 
 GroupedRun group_by_task(const std::vector<TaskOutcome>& outcomes, const PassRule& rule, std::string_view run_name) {
   GroupedRun g;
-  std::map<std::pair<std::string_view, int>, bool> seen;
+  std::set<std::pair<std::string_view, int>> seen;
   for (const TaskOutcome& t : outcomes) {
-    if (!seen.emplace(std::pair<std::string_view, int>(t.task_key, t.trial), true).second)
+    if (!seen.emplace(t.task_key, t.trial).second)
       throw DataError(fmt::format("{}task key '{}' trial {} occurs more than once", run_name, t.task_key, t.trial));
     auto [it, inserted] = g.index.emplace(t.task_key, g.tasks.size());
     if (inserted) g.tasks.push_back({t.task_key, t.type, {}, 0});
