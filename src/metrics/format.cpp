@@ -39,8 +39,8 @@ std::size_t n_metrics(Track track) { return track == Track::kMultiTurn ? 3 : 2; 
 bool has_trials(const Summary& s) { return s.trials.max_trials > 1; }
 
 // "n = 10", or with several trials per task "n = 10 (30 runs)".
-std::string count_text(const GroupSummary& g) {
-  if (g.n_outcomes == g.n_tasks) return fmt::format("n = {}", g.n_tasks);
+std::string count_text(const GroupSummary& g, bool trials) {
+  if (!trials) return fmt::format("n = {}", g.n_tasks);
   return fmt::format("n = {} ({} runs)", g.n_tasks, g.n_outcomes);
 }
 
@@ -153,7 +153,7 @@ std::string format_table(const Summary& summary, std::string_view title, Track t
       span += widths[g].back() + (m > 0 ? 2 : 0);
     }
     // The group heading and the task count must fit in the span; widen the last column if not.
-    std::string count = count_text(*groups[g].group);
+    std::string count = count_text(*groups[g].group, has_trials(summary));
     std::size_t need = std::max(groups[g].display.size(), count.size());
     if (need > span) {
       widths[g].back() += need - span;
@@ -167,7 +167,7 @@ std::string format_table(const Summary& summary, std::string_view title, Track t
               counts = pad("Tasks", label_width);
   for (std::size_t g = 0; g < groups.size(); ++g) {
     heading += " | " + pad(groups[g].display, spans[g]);
-    counts += " | " + pad(count_text(*groups[g].group), spans[g]);
+    counts += " | " + pad(count_text(*groups[g].group, has_trials(summary)), spans[g]);
     metrics += " | ";
     row += " | ";
     for (std::size_t m = 0; m < k; ++m) {

@@ -56,10 +56,10 @@ struct Cell {
 
 //! The three metrics of one group of tasks (one type, or all tasks).
 struct GroupSummary {
-  std::size_t n_tasks = 0;     //!< distinct task keys
-  std::size_t n_outcomes = 0;  //!< (task, trial) outcomes: n_tasks times the trials per task
+  std::size_t n_tasks = 0;  //!< distinct task keys
   int64_t total_steps = 0;  //!< sum of TaskOutcome::steps; 0 triggers the zero rule
   Cell f_acc, r_acc, avg_steps;
+  std::size_t n_outcomes = 0;  //!< (task, trial) outcomes: n_tasks times the trials per task
 };
 
 //! Percentile bootstrap over tasks (all trials of a drawn task come along). resamples = 0 gives degenerate
