@@ -300,6 +300,20 @@ TEST_F(LlmCli, TrialsAreSampledApartInTheCacheAndReplayed) {
     identical += server_.requests()[i].body == server_.requests()[i + 4].body ? 1 : 0;
   EXPECT_EQ(identical, 4u) << "trial 1's requests are the same bytes as trial 0's";
 
+  // InteRecAgent's per-user memory is kept per trial: trial 0 in the run directory, trial 1 under trial-1/, each
+  // with every task of its trial applied once.
+  ASSERT_EQ(run_binary("run --quiet --data " + data_ + " --agent interecagent --model test-model --embedder hashing " +
+                           "--base-url " + server_.base_url() + " --api-key-env PWAB_TEST_KEY --tasks 0:3 --trials 2 " +
+                           "--agent-opt interec_init=heuristic --out " + out("trials-interec"),
+                       &err),
+            0)
+      << err;
+  for (const std::string sub : {"", "trial-1/"}) {
+    auto memory = Json::parse(pwab::test::read_text(out("trials-interec") + "/" + sub + "interec_memory.json"));
+    EXPECT_EQ(memory["applied"].size(), 3u) << sub << memory.dump();
+  }
+  EXPECT_EQ(records_of(out("trials-interec")).size(), 6u);
+
   // A replay with the server gone reproduces both trials.
   server_.stop();
   ASSERT_EQ(run_binary(fc_run("--tasks 0:4 --trials 2 --llm-seed 3 --replay" + cache + " --out " + out("trials-rep")),
