@@ -247,7 +247,7 @@ TEST(RemoteAgent, AnAgentThatKeepsFailingErrsTheTaskAndResumeRetriesIt) {
     runner::RunOptions opts;
     opts.concurrency = 1;
     opts.episode = {runner::Track::kSingleTurn, 10};
-    return runner::run_tasks(fx.env, tasks, dir, [&](const data::Task& t) { return f->make(t); }, nullptr, opts);
+    return runner::run_tasks(fx.env, tasks, dir, [&](const data::Task& t, int) { return f->make(t); }, nullptr, opts);
   };
   fx.llm.server.push(ScriptedReply::error(400, "I do not understand"));  // not retried
   fx.llm.server.push(reply({{"name", "search_product_by_query"}, {"arguments", {{"query", "kettle"}}}}));
