@@ -8,13 +8,11 @@
 #include <unistd.h>
 
 #include <atomic>
-
 #include <charconv>
 #include <condition_variable>
 #include <functional>
 #include <mutex>
 #include <nlohmann/json.hpp>
-#include <optional>
 #include <regex>
 #include <thread>
 #include <vector>
