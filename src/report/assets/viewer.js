@@ -113,8 +113,8 @@
       box.appendChild(el('pre', '', text));
     }
     if (obs.full_size !== undefined)
-      box.appendChild(el('div', 'cut', 'Cut to ' + text.length + ' of ' + obs.full_size +
-          ' bytes in this report (pwab report --max-observation); results.jsonl holds all of it.'));
+      box.appendChild(el('div', 'cut', 'Cut short in this report (pwab report --max-observation): ' +
+          obs.full_size + ' bytes in all; results.jsonl holds every one.'));
     return box;
   }
 
