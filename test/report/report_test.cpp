@@ -72,6 +72,13 @@ std::string metric_text(const std::string& page, const std::string& name) {
   return std::regex_search(page, m, re) ? m[1].str() : std::string();
 }
 
+template <typename Change>
+ReportOptions options(Change change) {
+  ReportOptions o;
+  change(o);
+  return o;
+}
+
 //! The viewer's JSON blob, parsed.
 Json blob(const std::string& page) {
   const std::string open = "<script type=\"application/json\" id=\"pwab-data\">";
@@ -87,7 +94,7 @@ TEST(ReadRun, NamesTheRunAsScoreDoes) {
   auto recs = records(12);
   recs[4].error = "search backend down";
   auto path = make_run(dir, "st", "single", recs);
-  Run run = read_run(path);
+  report::Run run = read_run(path);
   EXPECT_EQ(run.title, "heuristic (taskspec)");
   EXPECT_EQ(run.track, metrics::Track::kSingleTurn);
   EXPECT_EQ(run.embedder, "fasttext");
@@ -115,8 +122,8 @@ TEST(ReadRun, MissingDirectoryNamesTheManifest) {
 
 TEST(RenderHtml, TableCellsAreScoresFormatting) {
   TempDir dir;
-  Run st = read_run(make_run(dir, "st", "single", records(30)));
-  Run mt = read_run(make_run(dir, "mt", "multi", records(21, 0.3)));
+  report::Run st = read_run(make_run(dir, "st", "single", records(30)));
+  report::Run mt = read_run(make_run(dir, "mt", "multi", records(21, 0.3)));
   std::string page = render_html({st, mt});
 
   auto s1 = metrics::summarize(st.outcomes), s2 = metrics::summarize(mt.outcomes);
@@ -135,7 +142,7 @@ TEST(RenderHtml, TableCellsAreScoresFormatting) {
   EXPECT_EQ(metric_text(page, "cmp.R2.overall.r_acc"), metrics::format_diff(cmp.overall.r_acc.diff));
   EXPECT_EQ(metric_text(page, "cmp.R2.overall.n_paired"), "21");
   // Other bootstrap settings change the intervals the page shows.
-  std::string other = render_html({st}, {.bootstrap = {200, 0.9, 5}});
+  std::string other = render_html({st}, options([](ReportOptions& o) { o.bootstrap = {200, 0.9, 5}; }));
   EXPECT_EQ(metric_text(other, "R1.overall.r_acc"),
             metrics::format_cell(metrics::summarize(st.outcomes, {200, 0.9, 5}).overall.r_acc));
   EXPECT_EQ(other.find("id=\"comparison\""), std::string::npos);  // one run: nothing to compare
@@ -143,9 +150,9 @@ TEST(RenderHtml, TableCellsAreScoresFormatting) {
 
 TEST(RenderHtml, ChartsHaveOneBarPerRunAndGroup) {
   TempDir dir;
-  Run a = read_run(make_run(dir, "a", "single", records(9)));
-  Run b = read_run(make_run(dir, "b", "single", records(9, 0.2)));
-  Run c = read_run(make_run(dir, "c", "single", records(9, 0.8)));
+  report::Run a = read_run(make_run(dir, "a", "single", records(9)));
+  report::Run b = read_run(make_run(dir, "b", "single", records(9, 0.2)));
+  report::Run c = read_run(make_run(dir, "c", "single", records(9, 0.8)));
   std::string page = render_html({a, b, c});
   std::size_t bars = 0;
   for (auto pos = page.find("<rect class=\"bar"); pos != std::string::npos; pos = page.find("<rect class=\"bar", pos + 1))
@@ -168,7 +175,7 @@ TEST(RenderHtml, ViewerBlobCarriesEveryRecord) {
   TempDir dir;
   auto recs = records(10);
   recs[3].error = "timeout";
-  Run run = read_run(make_run(dir, "st", "single", recs));
+  report::Run run = read_run(make_run(dir, "st", "single", recs));
   Json data = blob(render_html({run}));
   ASSERT_EQ(data["tasks"].size(), 10u);
   EXPECT_EQ(data["runs"][0]["id"], "R1");
@@ -189,8 +196,8 @@ TEST(RenderHtml, HostileTextCannotLeaveTheDataElement) {
   const std::string hostile = "</script><script>alert(1)</script><!-- \xE2\x80\xA8 line \xE2\x80\xA9 para";
   recs[1].instruction = hostile;
   recs[2].first_observation = "bad \xFF byte";
-  Run run = read_run(make_run(dir, "st", "single", recs));
-  std::string page = render_html({run}, {.title = "<b>mine</b>"});
+  report::Run run = read_run(make_run(dir, "st", "single", recs));
+  std::string page = render_html({run}, options([](ReportOptions& o) { o.title = "<b>mine</b>"; }));
   auto begin = page.find("id=\"pwab-data\">");
   auto end = page.find("</script>", begin);
   std::string inside = page.substr(begin, end - begin);
@@ -208,14 +215,14 @@ TEST(RenderHtml, LongObservationsAreCutWithTheirSize) {
   std::string long_text;
   while (long_text.size() < 10000) long_text += "['B0 caf\xC3\xA9 kettle', ";
   recs[0].actions[0].observation = long_text;
-  Run run = read_run(make_run(dir, "st", "single", recs));
-  Json cut = blob(render_html({run}, {.max_observation_chars = 1001}));
+  report::Run run = read_run(make_run(dir, "st", "single", recs));
+  Json cut = blob(render_html({run}, options([](ReportOptions& o) { o.max_observation_chars = 1001; })));
   std::string shown = cut["tasks"][0]["actions"][0]["obs"]["text"];
   EXPECT_LE(shown.size(), 1001u);
   EXPECT_EQ(long_text.rfind(shown, 0), 0u);  // a prefix, on a character boundary (it parsed as UTF-8)
   EXPECT_EQ(cut["tasks"][0]["actions"][0]["obs"]["full_size"], long_text.size());
   EXPECT_FALSE(cut["tasks"][1]["actions"][0]["obs"].contains("full_size"));
-  Json whole = blob(render_html({run}, {.max_observation_chars = 0}));
+  Json whole = blob(render_html({run}, options([](ReportOptions& o) { o.max_observation_chars = 0; })));
   EXPECT_EQ(whole["tasks"][0]["actions"][0]["obs"]["text"], long_text);
 }
 
