@@ -65,6 +65,15 @@ std::string escape_html(std::string_view s) {
   return out;
 }
 
+//! A table cell's text ("0.647 [0.61, 0.68]", as metrics formats it) with the interval on a second, smaller line
+//! so that twelve columns fit a laptop screen; the element's text stays exactly the formatted cell.
+std::string cell_html(const std::string& text) {
+  auto space = text.find(' ');
+  if (space == std::string::npos) return escape_html(text);
+  return "<span class=\"v\">" + escape_html(text.substr(0, space)) + "</span> <span class=\"ci\">" +
+         escape_html(text.substr(space + 1)) + "</span>";
+}
+
 std::string run_id(std::size_t i) { return "R" + std::to_string(i + 1); }
 
 //! The config value `key` of a run as text ("" when absent).
@@ -93,7 +102,7 @@ void append_runs(std::string& out, const std::vector<Run>& runs) {
                             ? fmt::format(" (shard {}/{})", r.manifest.shard_index, r.manifest.shard_count)
                             : std::string();
     out += fmt::format(
-        "<tr data-run=\"{0}\"><td><span class=\"swatch c{1}\"></span>{0}</td><td>{2}</td><td>{3}</td><td>{4}</td>"
+        "<tr data-run=\"{0}\"><td class=\"nowrap\"><span class=\"swatch c{1}\"></span>{0}</td><td>{2}</td><td>{3}</td><td>{4}</td>"
         "<td>{5} {6}{7}</td><td data-metric=\"{0}.n_scored\">{8}</td><td data-metric=\"{0}.n_errored\"{9}>{10}</td>"
         "<td>{11}</td><td>{12}</td><td><code>{13}</code></td><td>{14}</td><td>{15}</td><td><code>{16}</code></td>"
         "</tr>\n",
@@ -135,7 +144,7 @@ void append_score_table(std::string& out, const std::vector<Run>& runs, const st
       for (std::size_t m = 0; m < k; ++m) {
         const metrics::Cell& c = group.*kMetrics[m].cell;
         out += fmt::format("<td class=\"num{}\" data-metric=\"{}.{}.{}\">{}</td>", m == 0 ? " group" : "", id,
-                           kGroups[g].id, kMetrics[m].id, metrics::format_cell(c));
+                           kGroups[g].id, kMetrics[m].id, cell_html(metrics::format_cell(c)));
       }
     }
     out += "</tr>\n<tr class=\"counts\"><td></td>";
@@ -149,11 +158,11 @@ void append_score_table(std::string& out, const std::vector<Run>& runs, const st
 
 void append_scores(std::string& out, const std::vector<Run>& runs, const std::vector<metrics::Summary>& sums,
                    const metrics::BootstrapOptions& bootstrap) {
-  out += "<section id=\"scores\"><h2>Scores</h2>";
+  out += "<section id=\"scores\"><h2>Scores</h2><div class=\"scroll\">";
   for (auto track : {metrics::Track::kSingleTurn, metrics::Track::kMultiTurn})
     if (std::any_of(runs.begin(), runs.end(), [&](const Run& r) { return r.track == track; }))
       append_score_table(out, runs, sums, track, bootstrap);
-  out += "<p class=\"note\">" + escape_html(bootstrap_note(bootstrap, "value", "tasks")) +
+  out += "</div><p class=\"note\">" + escape_html(bootstrap_note(bootstrap, "value", "tasks")) +
          " Function Acc and Res Acc as the original aggregates them (docs/metrics.md); Res Acc of reviews is a cosine "
          "similarity of the run's review embedder, comparable only between runs with the same embedder.</p></section>\n";
 }
@@ -248,7 +257,7 @@ void append_comparisons(std::string& out, const std::vector<Run>& runs, const me
         std::string sign = d.diff.ci_low > 0 ? " up" : d.diff.ci_high < 0 ? " down" : "";
         out += fmt::format("<td class=\"num group\">{:.3f}</td><td class=\"num\">{:.3f}</td><td class=\"num{}\" "
                            "data-metric=\"cmp.{}.{}.{}\">{}</td>",
-                           d.a, d.b, sign, idb, kGroups[g].id, kMetrics[m].id, metrics::format_diff(d.diff));
+                           d.a, d.b, sign, idb, kGroups[g].id, kMetrics[m].id, cell_html(metrics::format_diff(d.diff)));
       }
       out += "</tr>\n";
     }

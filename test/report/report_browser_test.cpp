@@ -6,17 +6,20 @@
 // detection catches a broken page. Skips when chromium is not installed.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <sstream>
 #include <nlohmann/json.hpp>
 #include <regex>
 
 #include "support/test_support.h"
+#include "page_text.h"
 
 namespace {
 
 namespace fs = std::filesystem;
 using Json = nlohmann::json;
+using pwab::test::metric_text;
 using pwab::test::read_text;
 using pwab::test::TempDir;
 using pwab::test::write_text;
@@ -72,12 +75,6 @@ std::vector<std::string> banner_errors(const std::string& dom) {
   return out;
 }
 
-std::string metric_text(const std::string& dom, const std::string& name) {
-  std::smatch m;
-  std::regex re("data-metric=\"" + std::regex_replace(name, std::regex(R"([.])"), R"(\.)") + "\"[^>]*>([^<]*)<");
-  return std::regex_search(dom, m, re) ? m[1].str() : std::string();
-}
-
 std::string cell(const Json& c) {
   char buf[96];
   std::snprintf(buf, sizeof buf, "%.3f [%.2f, %.2f]", c["value"].get<double>(), c["ci_low"].get<double>(),
@@ -97,11 +94,15 @@ std::string html_text(const std::string& s) {
   return out;
 }
 
+//! The records of a run in task order ("test/N" by N), as the report lists them (the file has them in the order
+//! the workers finished).
 std::vector<Json> records_of(const fs::path& run) {
   std::vector<Json> out;
   std::istringstream in(read_text(run / "results.jsonl"));
   for (std::string line; std::getline(in, line);)
     if (!line.empty()) out.push_back(Json::parse(line));
+  auto index = [](const Json& r) { return std::stoi(r["task"].get<std::string>().substr(5)); };
+  std::sort(out.begin(), out.end(), [&](const Json& a, const Json& b) { return index(a) < index(b); });
   return out;
 }
 
@@ -146,10 +147,11 @@ class ReportBrowser : public ::testing::Test {
 };
 TempDir* ReportBrowser::dir_ = nullptr;
 
-TEST_F(ReportBrowser, ScreenshotIsNotBlank) {
-  fs::path png = *dir_ / "report.png";
-  auto load = load_page(path("report.html"), "#task=R3%3Atest%2F0",
-                        "--screenshot=" + png.string() + " --window-size=1280,2000 --hide-scrollbars");
+//! A 1280×2000 screenshot of `page`: checks it is a PNG of that size with more in it than a blank page, and
+//! copies it to $PWAB_REPORT_SCREENSHOT<suffix>.png when that is set (to look at it).
+void expect_screenshot(const fs::path& page, const std::string& fragment, const fs::path& png,
+                       const std::string& suffix) {
+  auto load = load_page(page, fragment, "--screenshot=" + png.string() + " --window-size=1280,2000 --hide-scrollbars");
   ASSERT_EQ(load.status, 0);
   ASSERT_TRUE(fs::exists(png));
   std::string bytes = read_text(png);
@@ -162,9 +164,21 @@ TEST_F(ReportBrowser, ScreenshotIsNotBlank) {
   };
   EXPECT_EQ(be32(16), 1280u);  // IHDR width and height
   EXPECT_EQ(be32(20), 2000u);
-  // A blank 1280×2000 page compresses to a few kB; tables, charts and a trajectory take far more.
-  EXPECT_GT(bytes.size(), 60000u) << "the screenshot looks blank";
-  if (const char* keep = std::getenv("PWAB_REPORT_SCREENSHOT")) fs::copy_file(png, keep, fs::copy_options::overwrite_existing);
+  // A blank 1280×2000 page compresses to a few kB; tables, charts or a trajectory take far more.
+  EXPECT_GT(bytes.size(), 60000u) << png << " looks blank";
+  if (const char* keep = std::getenv("PWAB_REPORT_SCREENSHOT"))
+    fs::copy_file(png, std::string(keep) + suffix + ".png", fs::copy_options::overwrite_existing);
+}
+
+TEST_F(ReportBrowser, ScreenshotsAreNotBlank) {
+  // The top of the page: runs, tables, charts, comparison.
+  expect_screenshot(path("report.html"), "", *dir_ / "top.png", "");
+  // A link to a trajectory, on a copy of the page showing only the viewer (a link scrolls to the viewer, and
+  // headless screenshots of a scrolled page leave the part above the scroll position unpainted).
+  std::string page = read_text(path("report.html"));
+  page.insert(page.find("</head>"), "<style>header, #runs, #scores, #charts, #comparison { display: none; }</style>");
+  write_text(*dir_ / "viewer-only.html", page);
+  expect_screenshot(*dir_ / "viewer-only.html", "#task=R3%3Atest%2F0", *dir_ / "trajectory.png", "-trajectory");
 }
 
 TEST_F(ReportBrowser, LoadsWithoutConsoleErrors) {
@@ -215,7 +229,7 @@ TEST_F(ReportBrowser, FragmentOpensATrajectory) {
   auto records = records_of(path("mt"));
   ASSERT_FALSE(records.empty());
   const Json& rec = records.front();
-  std::string key = rec["task_key"];
+  std::string key = rec["task"];
   auto load = load_page(path("report.html"), "#task=R3%3A" + std::regex_replace(key, std::regex("/"), "%2F"));
   expect_clean(load);
   EXPECT_NE(load.dom.find("data-task=\"R3:" + key + "\""), std::string::npos);
@@ -294,9 +308,9 @@ TEST_F(ReportBrowser, FiltersAndClicksWork) {
   EXPECT_GE(failed09, failed05);
   EXPECT_EQ(got["review"], reviews);
   EXPECT_EQ(got["none"], 0);
-  EXPECT_EQ(got["clicked"], "R1:" + st[0]["task_key"].get<std::string>());
-  EXPECT_EQ(got["after_j"], "R1:" + st[1]["task_key"].get<std::string>());
-  EXPECT_EQ(got["hash"], "#task=R1:" + st[1]["task_key"].get<std::string>());
+  EXPECT_EQ(got["clicked"], "R1:" + st[0]["task"].get<std::string>());
+  EXPECT_EQ(got["after_j"], "R1:" + st[1]["task"].get<std::string>());
+  EXPECT_EQ(got["hash"], "#task=R1:" + st[1]["task"].get<std::string>());
 }
 
 TEST_F(ReportBrowser, HostileRecordTextStaysText) {
@@ -315,7 +329,7 @@ TEST_F(ReportBrowser, HostileRecordTextStaysText) {
                        nullptr, &err),
             0)
       << err;
-  std::string key = records[0]["task_key"];
+  std::string key = records[0]["task"];
   auto load = load_page(*dir_ / "hostile.html", "#task=R1%3A" + std::regex_replace(key, std::regex("/"), "%2F"));
   expect_clean(load);
   EXPECT_EQ(load.dom.find("pwned</title>"), std::string::npos);

@@ -11,11 +11,13 @@
 #include "core/error.h"
 #include "runner/results.h"
 #include "support/test_support.h"
+#include "page_text.h"
 
 namespace pwab::report {
 namespace {
 
 using Json = nlohmann::json;
+using test::metric_text;
 using test::TempDir;
 
 runner::RunManifest manifest(const std::string& track, const std::string& memory = "taskspec") {
@@ -63,13 +65,6 @@ std::vector<runner::TaskRecord> records(int n, double r = 0.5) {
   std::vector<runner::TaskRecord> out;
   for (int i = 0; i < n; ++i) out.push_back(record(i, r + 0.01 * (i % 7)));
   return out;
-}
-
-//! The text of the element carrying data-metric="<name>" (empty when absent).
-std::string metric_text(const std::string& page, const std::string& name) {
-  std::smatch m;
-  std::regex re("data-metric=\"" + std::regex_replace(name, std::regex(R"([.])"), R"(\.)") + "\"[^>]*>([^<]*)<");
-  return std::regex_search(page, m, re) ? m[1].str() : std::string();
 }
 
 template <typename Change>

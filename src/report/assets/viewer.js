@@ -208,12 +208,17 @@
     if (t && history.replaceState) history.replaceState(null, '', '#task=' + encodeURIComponent(taskName(t)));
   }
 
-  function fromHash() {
+  // Opens the task the fragment names; a link followed from elsewhere also scrolls to the viewer.
+  function fromHash(scroll) {
     var m = /^#task=(.+)$/.exec(location.hash);
     if (!m) return;
     var name = decodeURIComponent(m[1]);
     for (var i = 0; i < tasks.length; ++i)
-      if (taskName(tasks[i]) === name) { renderDetail(i); return; }
+      if (taskName(tasks[i]) === name) {
+        renderDetail(i);
+        if (scroll === true) $('trajectories').scrollIntoView();
+        return;
+      }
   }
 
   // Moves the selection through the filtered list (j / k; the arrow keys keep scrolling the page).
@@ -254,6 +259,6 @@
   });
   window.addEventListener('hashchange', fromHash);
   applyFilters();
-  fromHash();
+  fromHash(true);
   document.body.dataset.viewer = 'ready';
 })();
