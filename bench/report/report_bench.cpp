@@ -1,12 +1,13 @@
 // Report benchmark. report/full_split: `pwab report` as a command on two full-split runs of the synthetic dataset
 // (the heuristic agent, single-turn and multi-turn, 2,174 tasks each): the time to read, score (1,000 bootstrap
 // resamples per run and per comparison) and write the page, the page's size, and, when Debian's chromium is
-// installed, how long headless Chromium takes to load and render it (against an empty page, so the browser's own
-// start-up can be told apart).
+// installed, how long headless Chromium takes to load, render and screenshot it (against an empty page, so the
+// browser's own start-up can be told apart).
 #include <fmt/format.h>
 
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <regex>
 
 #include "bench.h"
 #include "metrics/metrics.h"
@@ -21,12 +22,15 @@ fs::path pwab_binary(const Context& ctx) { return ctx.self.parent_path().parent_
 fs::path report_dir(const Context& ctx) { return ctx.out_dir / "report"; }
 fs::path page(const Context& ctx) { return report_dir(ctx) / "report.html"; }
 
+//! Headless Chromium loading `html` until its load event (the viewer has rendered by then) and taking a 1280×2000
+//! screenshot; a fresh profile each time. (--dump-dom would add the serialization of the whole data blob.)
 std::string chromium_load(const Context& ctx, const fs::path& html) {
   fs::path profile = report_dir(ctx) / "chromium-profile";
   fs::remove_all(profile);
   return "chromium --headless --no-sandbox --disable-gpu --disable-quic --no-first-run "
          "--disable-background-networking --disable-component-update --disable-sync --user-data-dir=" +
-         profile.string() + " --dump-dom file://" + fs::absolute(html).string() + " > /dev/null 2>&1";
+         profile.string() + " --window-size=1280,2000 --screenshot=" + (report_dir(ctx) / "shot.png").string() +
+         " file://" + fs::absolute(html).string() + " > /dev/null 2>&1";
 }
 
 // Untimed: the two runs (the index, recommender and fastText caches come with the first).
@@ -58,6 +62,7 @@ double run(const Context& ctx, std::vector<Extra>& extras) {
     double loaded = time_command(chromium_load(ctx, page(ctx)));
     extras.push_back({"chromium_load_s", loaded, "s"});
     extras.push_back({"chromium_empty_page_s", empty, "s"});
+    extras.push_back({"chromium_page_cost_s", loaded - empty, "s"});
   }
   return s;
 }
@@ -73,8 +78,12 @@ std::string check(const Context& ctx) {
     auto summary = nlohmann::json::parse(summary_file);
     const auto& c = summary["groups"]["overall"]["r_acc"];
     std::string cell = metrics::format_cell({c["value"], c["ci_low"], c["ci_high"]});
-    std::string want = fmt::format("data-metric=\"R{}.overall.r_acc\">{}<", id++, cell);
-    if (html.find(want) == std::string::npos) return "the page lacks " + want;
+    std::string marker = fmt::format("data-metric=\"R{}.overall.r_acc\">", id++);
+    auto at = html.find(marker);
+    if (at == std::string::npos) return "the page lacks " + marker;
+    at += marker.size();
+    std::string shown = std::regex_replace(html.substr(at, html.find("</td>", at) - at), std::regex("<[^>]*>"), "");
+    if (shown != cell) return marker + " shows " + shown + ", summary.json says " + cell;
   }
   if (html.find("id=\"pwab-data\"") == std::string::npos) return "no viewer data";
   return {};

@@ -19,7 +19,7 @@ void add_report_command(CLI::App& app) {
     int resamples = 1000;
     double confidence = 0.95;
     uint64_t seed = 1;
-    std::size_t max_observation = 4000;
+    std::size_t max_observation = 2000;
     double failed_below = 0.5;
     bool quiet = false;
   };

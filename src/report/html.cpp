@@ -4,10 +4,12 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
 #include "core/version.h"
+#include "env/tools.h"
 #include "report/assets.h"
 #include "report/report.h"
 
@@ -297,6 +299,20 @@ Json observation_json(const std::string& text, std::size_t max_chars) {
   return j;
 }
 
+//! The parent ASINs a search or recommendation observation lists, best first ("- Parent Asin: <asin>" per
+//! product), read from the whole text: the viewer shows where the target ranks even when the text is cut.
+Json result_asins(const std::string& observation) {
+  constexpr std::string_view kMarker = "- Parent Asin: ";
+  Json asins = Json::array();
+  for (auto at = observation.find(kMarker); at != std::string::npos; at = observation.find(kMarker, at)) {
+    at += kMarker.size();
+    auto end = at;
+    while (end < observation.size() && std::isalnum(static_cast<unsigned char>(observation[end]))) ++end;
+    asins.push_back(observation.substr(at, end - at));
+  }
+  return asins;
+}
+
 Json task_json(std::size_t run, const runner::TaskRecord& r, std::size_t max_chars) {
   Json t = {{"run", run},
             {"key", r.task_key},
@@ -321,6 +337,7 @@ Json task_json(std::size_t run, const runner::TaskRecord& r, std::size_t max_cha
   for (const auto& a : r.actions) {
     Json step = {{"name", a.action.name}, {"args", a.action.arguments_json},
                  {"obs", observation_json(a.observation, max_chars)}};
+    if (a.action.name == env::kSearch || a.action.name == env::kRecommend) step["results"] = result_asins(a.observation);
     if (a.scored) step["reward"] = {a.reward.function_acc, a.reward.result_acc};
     if (a.done) step["done"] = true;
     actions.push_back(std::move(step));

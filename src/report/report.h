@@ -21,7 +21,7 @@ struct ReportOptions {
   metrics::BootstrapOptions bootstrap;  //!< the intervals; the defaults are `pwab score`'s
   //! Observations longer than this many characters (bytes of UTF-8) are cut in the page, with a note saying how
   //! much was cut (results.jsonl keeps every character). 0 keeps them whole.
-  std::size_t max_observation_chars = 4000;
+  std::size_t max_observation_chars = 2000;
   //! The viewer's default "failed" threshold: a task failed when it errored, scored F = 0, or R below this.
   double failed_below = 0.5;
   //! Stamped into the page's footer; empty leaves the time out (reproducible output).

@@ -126,7 +126,19 @@
     return span;
   }
 
-  function stepCard(a, i) {
+  // The products a search or recommendation returned, best first, with the target marked and its rank named.
+  function resultList(asins, target) {
+    var line = el('div', 'results');
+    var rank = asins.indexOf(target);
+    line.appendChild(el('span', 'label-muted', 'Results (' + asins.length + '): ' +
+        (rank >= 0 ? 'target at rank ' + (rank + 1) : 'target not among them') + ' · '));
+    asins.forEach(function (asin, i) {
+      line.appendChild(el('code', asin === target ? 'asin target' : 'asin', (i + 1) + '. ' + asin));
+    });
+    return line;
+  }
+
+  function stepCard(a, i, target) {
     var card = el('div', 'step');
     var head = el('div', 'step-head');
     head.appendChild(el('span', 'label-muted', 'Step ' + (i + 1)));
@@ -141,6 +153,7 @@
     var body = el('div', 'step-body');
     body.appendChild(el('div', 'label-muted', 'Arguments'));
     body.appendChild(el('pre', 'args', prettyArguments(a.args)));
+    if (a.results) body.appendChild(resultList(a.results, target));
     body.appendChild(el('div', 'label-muted', a.name === 'respond' ? 'User reply' : 'Observation'));
     body.appendChild(observation(a.obs));
     card.appendChild(body);
@@ -189,7 +202,7 @@
     }
     pane.appendChild(el('div', 'label-muted', 'First observation'));
     pane.appendChild(observation(t.first));
-    t.actions.forEach(function (a, i) { pane.appendChild(stepCard(a, i)); });
+    t.actions.forEach(function (a, i) { pane.appendChild(stepCard(a, i, t.target)); });
     if (!t.actions.length) pane.appendChild(el('p', 'note', 'No actions were recorded.'));
     if (t.usage && typeof t.usage === 'object') {
       pane.appendChild(el('div', 'label-muted', 'Model usage'));
