@@ -74,8 +74,8 @@ double overhead_run(const Context& ctx, std::vector<Extra>& extras) {
   options.episode = {runner::Track::kMultiTurn, 10};
   options.concurrency = 2;
   const auto& ds = *overhead.ds;
-  runner::UserMaker user = [&ds](const data::Task& t) { return std::make_unique<sim::ScriptedUser>(ds, t, 1); };
-  runner::AgentMaker agent = [](const data::Task&) { return std::make_unique<InstantAgent>(); };
+  runner::UserMaker user = [&ds](const data::Task& t, int) { return std::make_unique<sim::ScriptedUser>(ds, t, 1); };
+  runner::AgentMaker agent = [](const data::Task&, int) { return std::make_unique<InstantAgent>(); };
   Stopwatch clock;
   auto report = runner::run_tasks(*overhead.environment, overhead.tasks, run_dir, agent, user, options);
   double seconds = clock.seconds();

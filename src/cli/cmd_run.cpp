@@ -14,6 +14,7 @@
 #include "cli/cli.h"
 #include "cli/common.h"
 #include "cli/llm_setup.h"
+#include "cli/run_trials.h"
 #include "core/error.h"
 #include "core/hash.h"
 #include "core/sys.h"
@@ -47,6 +48,7 @@ struct RunArgs {
   std::vector<std::string> agent_opts;
   int memory_length = 0, concurrency = 0, max_steps = 0, top_k = 10;  // memory_length 0: the agent's default
   uint64_t seed = 0;
+  std::optional<int> trials;  // unset: 1, or on --resume the stored run's count
   bool resume = false, quiet = false;
   LlmFlags llm;
 };
@@ -159,7 +161,9 @@ void run_benchmark(const RunArgs& a) {
       return std::make_unique<llm::MeteredChatModel>(agent_model, ledger, role, task_key);
     };
   }
-  auto factory = agents::make_agent_factory(a.agent, agent_options, context);
+  const int trials = trials_to_run(a.trials, a.out, a.resume);
+  TrialFactories factories(a.agent, agent_options, context, trials);
+  agents::AgentFactory* factory = &factories.first();
 
   int max_steps = a.max_steps > 0 ? a.max_steps
                                   : runner::loop_bound(track == runner::Track::kMultiTurn ? 10 : -1, factory->react_style());
@@ -171,6 +175,7 @@ void run_benchmark(const RunArgs& a) {
                  {"agent", factory->name()},
                  {"agent_config", Json::parse(factory->config_json())},
                  {"user_sim", user_sim},
+                 {runner::kTrialsKey, trials},
                  {"max_steps", max_steps},
                  {"top_k", a.top_k},
                  {"embedder", embedder->name()},
@@ -191,16 +196,21 @@ void run_benchmark(const RunArgs& a) {
   const uint64_t seed = a.seed;
   runner::UserMaker make_user;
   if (user_sim == "scripted")
-    make_user = [&ds, seed](const data::Task& t) { return std::make_unique<sim::ScriptedUser>(ds, t, seed); };
+    make_user = [&ds, seed](const data::Task& t, int trial) {
+      return std::make_unique<sim::ScriptedUser>(ds, t, runner::trial_seed(seed, trial));
+    };
   if (user_sim == "llm") {
     llm::ChatModel& user_model = *models.user_model;
     std::string name = models.user_model_name;
-    make_user = [&ds, &user_model, &ledger, name](const data::Task& t) -> std::unique_ptr<env::UserChannel> {
-      auto metered = std::make_unique<llm::MeteredChatModel>(user_model, ledger, llm::Role::kUser, runner::task_key(t));
-      return std::make_unique<sim::LlmUser>(ds, t, std::move(metered), name);
+    make_user = [&ds, &user_model, &ledger, name](const data::Task& t, int trial) -> std::unique_ptr<env::UserChannel> {
+      auto metered = std::make_unique<llm::MeteredChatModel>(user_model, ledger, llm::Role::kUser,
+                                                             runner::RecordId{runner::task_key(t), trial}.to_string());
+      sim::LlmUserOptions user_options;
+      user_options.sample = trial;  // each trial's dialogue is its own cache entry
+      return std::make_unique<sim::LlmUser>(ds, t, std::move(metered), name, user_options);
     };
   }
-  runner::AgentMaker make_agent = [&factory](const data::Task& t) { return factory->make(t); };
+  runner::AgentMaker make_agent = factories.maker();
 
   // Spending of an earlier session of this run counts toward the budget.
   if (a.resume)
@@ -214,17 +224,12 @@ void run_benchmark(const RunArgs& a) {
   const bool uses_llm = models.agent_model || models.user_model;
   std::atomic<bool> over_budget{false};
 
-  {
-    // The tasks this invocation runs, in hand-out order (what run_tasks will skip as done is left out).
-    auto done = dir.done();
-    std::vector<const data::Task*> todo;
-    for (const auto* t : tasks)
-      if (!done.count(runner::task_key(*t))) todo.push_back(t);
-    factory->prepare(todo);
-  }
+  // The units this invocation runs, in hand-out order (what run_tasks will skip as done is left out).
+  factories.prepare(runner::pending_units(tasks, trials, dir.done()));
   ProgressPrinter printer(!a.quiet);
   runner::RunOptions options;
   options.episode = {track, max_steps};
+  options.trials = trials;
   options.concurrency = a.concurrency;
   options.cancel = &g_interrupted;
   options.on_progress = [&](const runner::RunProgress& p) {
@@ -232,10 +237,11 @@ void run_benchmark(const RunArgs& a) {
     printer(p, uses_llm ? ledger.run_total().cost_text() : std::string());
   };
   if (uses_llm)
-    options.on_record = [&ledger](runner::TaskRecord& r) { r.usage_json = ledger.to_json(r.task_key); };
+    options.on_record = [&ledger](runner::TaskRecord& r) { r.usage_json = ledger.to_json(r.id().to_string()); };
   if (!a.quiet)
-    std::cerr << fmt::format("pwab: {} {} tasks of {} ({}-turn, agent {}, user {}); setup {:.1f} s\n", tasks.size(),
-                             a.split, a.data, a.track, factory->name(), user_sim, setup.seconds());
+    std::cerr << fmt::format("pwab: {} {} tasks{} of {} ({}-turn, agent {}, user {}); setup {:.1f} s\n", tasks.size(),
+                             a.split, trials > 1 ? fmt::format(" x {} trials", trials) : "", a.data, a.track,
+                             factory->name(), user_sim, setup.seconds());
   g_interrupted = false;
   auto previous = std::signal(SIGINT, on_sigint);
   runner::RunReport report;
@@ -291,6 +297,9 @@ void add_run_commands(CLI::App& app) {
   run->add_option("--tasks", a->tasks, "Task positions A:B within the split (B exclusive)")->capture_default_str();
   run->add_option("--shard", a->shard, "Run shard K of N (tasks with position % N == K)")->capture_default_str();
   run->add_flag("--resume", a->resume, "Continue RUN_DIR: skip finished tasks, retry errored ones");
+  run->add_option("--trials", a->trials,
+                  "Runs per task, for pass^k and flip rates (default 1; on --resume the run's, which may be raised)")
+      ->check(CLI::Range(1, 1000));
   run->add_option("--embedder", a->embedder,
                   "Text embedder: fasttext (trained on DATA, cached), minilm:MODEL_DIR, openai:MODEL or hashing")
       ->capture_default_str();
@@ -302,7 +311,7 @@ void add_run_commands(CLI::App& app) {
   run->callback([a] { run_benchmark(*a); });
 
   struct ScoreArgs {
-    std::string dir, format = "table";
+    std::string dir, format = "table", pass_threshold;
     int resamples = 1000;
     double confidence = 0.95;
     uint64_t seed = 1;
@@ -314,9 +323,13 @@ void add_run_commands(CLI::App& app) {
   score->add_option("--bootstrap", s->resamples, "Bootstrap resamples (0 = no intervals)")->capture_default_str();
   score->add_option("--confidence", s->confidence, "Interval level")->capture_default_str()->check(CLI::Range(0.5, 0.999));
   score->add_option("--seed", s->seed, "Bootstrap seed")->capture_default_str();
+  score->add_option("--pass-threshold", s->pass_threshold,
+                    "With trials: a trial passes at F = 1, R > 0 and R >= T; T or TYPE=T,... (default " +
+                        metrics::PassRule{}.to_string() + ")");
   score->callback([s] {
     auto run = report::read_run(s->dir);
-    auto summary = metrics::summarize(run.outcomes, {s->resamples, s->confidence, s->seed});
+    auto rule = s->pass_threshold.empty() ? metrics::PassRule{} : metrics::PassRule::parse(s->pass_threshold);
+    auto summary = metrics::summarize(run.outcomes, {s->resamples, s->confidence, s->seed}, rule);
     std::cout << render(summary, run, s->format);
     if (run.n_errored)
       std::cerr << fmt::format("pwab: {} errored tasks are not scored; `pwab run ... --resume` retries them\n",

@@ -1,5 +1,5 @@
-// src/metrics/format.cpp: plain-text table, Markdown, CSV and JSON renderings of a Summary, and the
-// plain-text report of a Comparison.
+// src/metrics/format.cpp: plain-text table, Markdown, CSV and JSON renderings of a Summary (with the
+// repeated-trials figures when a run has them), and the plain-text report of a Comparison.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -35,6 +35,61 @@ constexpr MetricRef kMetrics[] = {{"Function Acc", "f_acc", &GroupSummary::f_acc
                                   {"Avg. Steps", "avg_steps", &GroupSummary::avg_steps}};
 
 std::size_t n_metrics(Track track) { return track == Track::kMultiTurn ? 3 : 2; }
+
+bool has_trials(const Summary& s) { return s.trials.max_trials > 1; }
+
+// "n = 10", or with several trials per task "n = 10 (30 runs)".
+std::string count_text(const GroupSummary& g, bool trials) {
+  if (!trials) return fmt::format("n = {}", g.n_tasks);
+  return fmt::format("n = {} ({} runs)", g.n_tasks, g.n_outcomes);
+}
+
+// The repeated-trials groups in the column order of groups_of().
+std::array<const TrialGroup*, 4> trial_groups(const Summary& s) {
+  using data::TaskType;
+  return {&s.trials.by_type[type_index(TaskType::kSearch)], &s.trials.by_type[type_index(TaskType::kRecommend)],
+          &s.trials.by_type[type_index(TaskType::kReview)], &s.trials.overall};
+}
+
+// One repeated-trials figure: its display name, CSV/JSON id, and per group its cell and the tasks it averages.
+struct TrialMetric {
+  std::string display;
+  std::string id;
+  std::array<Cell, 4> cells;
+  std::array<std::size_t, 4> n_tasks;
+};
+
+// pass^1..pass^N, the flip rate and the share of mixed tasks, for every group.
+std::vector<TrialMetric> trial_metrics(const Summary& s) {
+  auto groups = trial_groups(s);
+  std::vector<TrialMetric> out;
+  for (std::size_t k = 0; k < static_cast<std::size_t>(s.trials.max_trials); ++k) {
+    TrialMetric m{fmt::format("pass^{}", k + 1), fmt::format("pass^{}", k + 1), {}, {}};
+    for (std::size_t g = 0; g < groups.size(); ++g) {
+      m.cells[g] = groups[g]->pass_hat[k];
+      m.n_tasks[g] = groups[g]->pass_hat_tasks[k];
+    }
+    out.push_back(std::move(m));
+  }
+  TrialMetric flip{"Flip rate", "flip_rate", {}, {}}, mixed{"Mixed tasks", "mixed", {}, {}};
+  for (std::size_t g = 0; g < groups.size(); ++g) {
+    flip.cells[g] = groups[g]->flip_rate;
+    mixed.cells[g] = groups[g]->mixed;
+    flip.n_tasks[g] = mixed.n_tasks[g] = groups[g]->n_multi;
+  }
+  out.push_back(std::move(flip));
+  out.push_back(std::move(mixed));
+  return out;
+}
+
+// The sentence under the trials tables: what a pass is and what the figures mean.
+std::string trials_note(const Summary& s) {
+  return fmt::format(
+      "Trials: up to {} per task. A trial passes when F = 1, R > 0 and R >= the type's threshold ({}). pass^k: "
+      "chance that k trials of a task all pass (C(c,k)/C(n,k), mean over tasks). Flip rate: chance that two "
+      "trials of a task disagree. Mixed tasks: share with both outcomes.\n",
+      s.trials.max_trials, s.trials.rule.to_string());
+}
 
 std::string method_note(const BootstrapOptions& o, std::string_view over) {
   return fmt::format("percentile bootstrap over {} ({} resamples, seed {})", over, o.resamples, o.seed);
@@ -98,7 +153,7 @@ std::string format_table(const Summary& summary, std::string_view title, Track t
       span += widths[g].back() + (m > 0 ? 2 : 0);
     }
     // The group heading and the task count must fit in the span; widen the last column if not.
-    std::string count = fmt::format("n = {}", groups[g].group->n_tasks);
+    std::string count = count_text(*groups[g].group, has_trials(summary));
     std::size_t need = std::max(groups[g].display.size(), count.size());
     if (need > span) {
       widths[g].back() += need - span;
@@ -112,7 +167,7 @@ std::string format_table(const Summary& summary, std::string_view title, Track t
               counts = pad("Tasks", label_width);
   for (std::size_t g = 0; g < groups.size(); ++g) {
     heading += " | " + pad(groups[g].display, spans[g]);
-    counts += " | " + pad(fmt::format("n = {}", groups[g].group->n_tasks), spans[g]);
+    counts += " | " + pad(count_text(*groups[g].group, has_trials(summary)), spans[g]);
     metrics += " | ";
     row += " | ";
     for (std::size_t m = 0; m < k; ++m) {
@@ -131,6 +186,16 @@ std::string format_table(const Summary& summary, std::string_view title, Track t
   rstrip_append(out, std::move(counts));
   out += fmt::format("Cells: value [{:g}% CI], {}.\n", summary.bootstrap.confidence * 100,
                      method_note(summary.bootstrap, "tasks"));
+  if (has_trials(summary)) {
+    std::vector<std::vector<std::string>> rows = {{"", "Search", "Recommendation", "Review", "Overall"}};
+    for (const TrialMetric& m : trial_metrics(summary)) {
+      rows.push_back({m.display});
+      for (const Cell& c : m.cells) rows.back().push_back(format_cell(c));
+    }
+    out += "\n";
+    append_aligned(out, rows);
+    out += trials_note(summary);
+  }
   return out;
 }
 
@@ -148,8 +213,21 @@ std::string format_markdown(const Summary& summary, std::string_view title, Trac
   std::string out = header + "\n" + rule + "\n" + row + "\n\n";
   out += fmt::format("Tasks: search {}, recommendation {}, review {}, overall {}. ", groups[0].group->n_tasks,
                      groups[1].group->n_tasks, groups[2].group->n_tasks, groups[3].group->n_tasks);
+  if (has_trials(summary))
+    out += fmt::format("Runs (task x trial): search {}, recommendation {}, review {}, overall {}. ",
+                       groups[0].group->n_outcomes, groups[1].group->n_outcomes, groups[2].group->n_outcomes,
+                       groups[3].group->n_outcomes);
   out += fmt::format("Cells: value [{:g}% CI], {}.\n", summary.bootstrap.confidence * 100,
                      method_note(summary.bootstrap, "tasks"));
+  if (has_trials(summary)) {
+    out += "\n| Trials | Search | Recommendation | Review | Overall |\n|---|---|---|---|---|\n";
+    for (const TrialMetric& m : trial_metrics(summary)) {
+      out += "| " + m.display + " |";
+      for (const Cell& c : m.cells) out += " " + format_cell(c) + " |";
+      out += "\n";
+    }
+    out += "\n" + trials_note(summary);
+  }
   return out;
 }
 
@@ -161,6 +239,14 @@ std::string format_csv(const Summary& summary) {
       out += fmt::format("{},{},{},{},{},{}\n", g.id, m.id, c.value, c.ci_low, c.ci_high, g.group->n_tasks);
     }
   }
+  if (has_trials(summary)) {
+    auto groups = groups_of(summary);
+    for (std::size_t g = 0; g < groups.size(); ++g)
+      for (const TrialMetric& m : trial_metrics(summary)) {
+        const Cell& c = m.cells[g];
+        out += fmt::format("{},{},{},{},{},{}\n", groups[g].id, m.id, c.value, c.ci_low, c.ci_high, m.n_tasks[g]);
+      }
+  }
   return out;
 }
 
@@ -171,16 +257,43 @@ std::string format_json(const Summary& summary) {
                     {"resamples", summary.bootstrap.resamples},
                     {"confidence", summary.bootstrap.confidence},
                     {"seed", summary.bootstrap.seed}};
+  auto cell_json = [](const Cell& c) { return Json{{"value", c.value}, {"ci_low", c.ci_low}, {"ci_high", c.ci_high}}; };
   Json groups = Json::object();
   for (const GroupRef& g : groups_of(summary)) {
-    Json group = {{"n_tasks", g.group->n_tasks}, {"total_steps", g.group->total_steps}};
+    Json group = {{"n_tasks", g.group->n_tasks}};
+    if (has_trials(summary)) group["n_outcomes"] = g.group->n_outcomes;
+    group["total_steps"] = g.group->total_steps;
     for (const MetricRef& m : kMetrics) {
       const Cell& c = g.group->*m.cell;
-      group[std::string(m.id)] = {{"value", c.value}, {"ci_low", c.ci_low}, {"ci_high", c.ci_high}};
+      group[std::string(m.id)] = cell_json(c);
     }
     groups[std::string(g.id)] = std::move(group);
   }
   j["groups"] = std::move(groups);
+  if (has_trials(summary)) {
+    Json rule = Json::object();
+    for (data::TaskType t : {data::TaskType::kSearch, data::TaskType::kRecommend, data::TaskType::kReview})
+      rule[std::string(data::to_string(t))] = summary.trials.rule.threshold[type_index(t)];
+    Json trial_groups_json = Json::object();
+    auto names = groups_of(summary);
+    auto groups_t = trial_groups(summary);
+    for (std::size_t g = 0; g < groups_t.size(); ++g) {
+      const TrialGroup& tg = *groups_t[g];
+      Json pass_hat = Json::array();
+      for (std::size_t k = 0; k < tg.pass_hat.size(); ++k) {
+        Json cell = {{"k", k + 1}};
+        cell.update(cell_json(tg.pass_hat[k]));
+        cell["n_tasks"] = tg.pass_hat_tasks[k];
+        pass_hat.push_back(std::move(cell));
+      }
+      trial_groups_json[std::string(names[g].id)] = {{"n_tasks", tg.n_tasks},     {"pass_hat", std::move(pass_hat)},
+                                                     {"n_multi", tg.n_multi},     {"flip_rate", cell_json(tg.flip_rate)},
+                                                     {"mixed", cell_json(tg.mixed)}};
+    }
+    j["trials"] = {{"max_trials", summary.trials.max_trials},
+                   {"pass_rule", std::move(rule)},
+                   {"groups", std::move(trial_groups_json)}};
+  }
   return j.dump(2) + "\n";
 }
 
@@ -198,6 +311,9 @@ std::string format_comparison(const Comparison& c, std::string_view name_a, std:
   };
   list_keys("A", c.only_a_keys);
   list_keys("B", c.only_b_keys);
+  if (c.max_trials_a > 1 || c.max_trials_b > 1)
+    out += fmt::format("Trials: up to {} per task in A, {} in B; each task enters with its mean over its trials.\n",
+                       c.max_trials_a, c.max_trials_b);
   out += fmt::format("Cells: B - A [{:g}% CI], {}.\n\n", c.bootstrap.confidence * 100,
                      method_note(c.bootstrap, "paired tasks"));
 

@@ -103,6 +103,7 @@ void append_runs(std::string& out, const std::vector<Run>& runs) {
     std::string shard = r.manifest.shard_count > 1
                             ? fmt::format(" (shard {}/{})", r.manifest.shard_index, r.manifest.shard_count)
                             : std::string();
+    if (int trials = runner::manifest_trials(r.manifest); trials > 1) shard += fmt::format(", {} trials", trials);
     out += fmt::format(
         "<tr data-run=\"{0}\"><td class=\"nowrap\"><span class=\"swatch c{1}\"></span>{0}</td><td>{2}</td><td>{3}</td><td>{4}</td>"
         "<td>{5} {6}{7}</td><td data-metric=\"{0}.n_scored\">{8}</td><td data-metric=\"{0}.n_errored\"{9}>{10}</td>"
@@ -313,7 +314,8 @@ Json result_asins(const std::string& observation) {
   return asins;
 }
 
-Json task_json(std::size_t run, const runner::TaskRecord& r, std::size_t max_chars) {
+//! `with_trial`: the run repeats tasks, so the viewer shows (task, trial) rows.
+Json task_json(std::size_t run, const runner::TaskRecord& r, std::size_t max_chars, bool with_trial) {
   Json t = {{"run", run},
             {"key", r.task_key},
             {"type", data::to_string(r.type)},
@@ -325,6 +327,7 @@ Json task_json(std::size_t run, const runner::TaskRecord& r, std::size_t max_cha
             {"ending", r.ending},
             {"tokens", {r.prompt_tokens, r.completion_tokens}},
             {"seconds", {r.seconds_agent, r.seconds_env}}};
+  if (with_trial) t["trial"] = r.trial;
   if (r.error.empty()) {
     auto score = metrics::score_task(r.outcome());
     t["f"] = score.f;
@@ -352,8 +355,9 @@ std::string viewer_data(const std::vector<Run>& runs, const ReportOptions& optio
   j["max_observation"] = options.max_observation_chars;
   Json rs = Json::array(), tasks = Json::array();
   for (std::size_t i = 0; i < runs.size(); ++i) {
-    rs.push_back({{"id", run_id(i)}, {"title", runs[i].title}, {"track", track_name(runs[i].track)}});
-    for (const auto& r : runs[i].records) tasks.push_back(task_json(i, r, options.max_observation_chars));
+    int trials = runner::manifest_trials(runs[i].manifest);
+    rs.push_back({{"id", run_id(i)}, {"title", runs[i].title}, {"track", track_name(runs[i].track)}, {"trials", trials}});
+    for (const auto& r : runs[i].records) tasks.push_back(task_json(i, r, options.max_observation_chars, trials > 1));
   }
   j["runs"] = std::move(rs);
   j["tasks"] = std::move(tasks);

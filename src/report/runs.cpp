@@ -3,7 +3,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "runner/run.h"
+#include "runner/results.h"
 
 namespace pwab::report {
 namespace {

@@ -103,9 +103,14 @@ std::string config_difference(const json& a, const json& b) {
 }
 
 //! The first field (in a fixed order) in which two manifests disagree, or "" when they agree. created_utc
-//! never counts; pwab_version and shard_index only when asked.
-std::string first_difference(const RunManifest& a, const RunManifest& b, bool version, bool shard_index) {
+//! never counts; pwab_version, shard_index and the config's trials only when asked.
+std::string first_difference(const RunManifest& a, const RunManifest& b, bool version, bool shard_index,
+                             bool trials = true) {
   json ca = parse_config(a.config_json, "run manifest"), cb = parse_config(b.config_json, "run manifest");
+  if (!trials) {
+    ca.erase(kTrialsKey);
+    cb.erase(kTrialsKey);
+  }
   if (ca != cb) return "config (keys: " + config_difference(ca, cb) + ")";
   if (a.seed != b.seed) return "seed (" + std::to_string(a.seed) + " vs " + std::to_string(b.seed) + ")";
   if (a.dataset_fingerprint != b.dataset_fingerprint)
@@ -150,14 +155,14 @@ ParsedFile parse_results(const fs::path& file) {
   return out;
 }
 
-//! Per key the index of its latest record, in the order those latest records appear.
-std::vector<TaskRecord> latest_per_key(std::vector<TaskRecord> records) {
-  std::map<std::string, std::size_t> last;
-  for (std::size_t i = 0; i < records.size(); ++i) last[records[i].task_key] = i;
+//! Per (task, trial) its latest record, in the order those latest records appear.
+std::vector<TaskRecord> latest_per_id(std::vector<TaskRecord> records) {
+  std::map<RecordId, std::size_t> last;
+  for (std::size_t i = 0; i < records.size(); ++i) last[records[i].id()] = i;
   std::vector<TaskRecord> out;
   out.reserve(last.size());
   for (std::size_t i = 0; i < records.size(); ++i)
-    if (last[records[i].task_key] == i) out.push_back(std::move(records[i]));
+    if (last[records[i].id()] == i) out.push_back(std::move(records[i]));
   return out;
 }
 
@@ -213,6 +218,15 @@ RunManifest read_manifest(const fs::path& dir) {
   return m;
 }
 
+int manifest_trials(const RunManifest& manifest) {
+  json config = parse_config(manifest.config_json, "run manifest");
+  auto it = config.find(kTrialsKey);
+  if (it == config.end()) return 1;
+  if (!it->is_number_integer() || it->get<int64_t>() < 1 || it->get<int64_t>() > 1'000'000)
+    throw DataError(std::string("run manifest: config '") + kTrialsKey + "' is not an integer from 1 to 1000000");
+  return static_cast<int>(it->get<int64_t>());
+}
+
 std::string dataset_fingerprint(const fs::path& data_dir) {
   if (!fs::is_directory(data_dir)) throw Error("dataset directory not found: " + data_dir.string());
   std::vector<std::pair<std::string, fs::path>> files;
@@ -249,6 +263,7 @@ std::string TaskRecord::to_json_line() const {
   json attempts_j = json::array();
   for (const auto& a : attempts) attempts_j.push_back({a.function_acc, a.result_acc});
   json j = {{"task", task_key},
+            {"trial", trial},
             {"user_id", user_id},
             {"instruction", instruction},
             {"type", std::string(data::to_string(type))},
@@ -278,6 +293,12 @@ TaskRecord TaskRecord::from_json(std::string_view line) {
   TaskRecord r;
   r.task_key = get_string(j, "task", kWhat);
   std::string what = "results record " + r.task_key;
+  if (j.contains("trial")) {  // records written before trials existed have none: trial 0
+    int64_t trial = get_int(j, "trial", what);
+    if (trial < 0 || trial >= 1'000'000) throw DataError(what + ": field 'trial' is out of range");
+    r.trial = static_cast<int>(trial);
+    what = "results record " + r.id().to_string();
+  }
   r.user_id = get_string(j, "user_id", what);
   r.instruction = get_string(j, "instruction", what);
   std::string type = get_string(j, "type", what);
@@ -316,15 +337,20 @@ TaskRecord TaskRecord::from_json(std::string_view line) {
   return r;
 }
 
-metrics::TaskOutcome TaskRecord::outcome() const { return {task_key, type, attempts, steps}; }
+metrics::TaskOutcome TaskRecord::outcome() const { return {task_key, type, attempts, steps, trial}; }
+
+std::string RecordId::to_string() const {
+  return trial == 0 ? task_key : task_key + " trial " + std::to_string(trial);
+}
 
 std::string task_key(const data::Task& task) {
   return std::string(data::to_string(task.split)) + "/" + std::to_string(task.index);
 }
 
-TaskRecord make_record(const data::Dataset& ds, const data::Task& task, const EpisodeResult& result) {
+TaskRecord make_record(const data::Dataset& ds, const data::Task& task, const EpisodeResult& result, int trial) {
   TaskRecord r;
   r.task_key = task_key(task);
+  r.trial = trial;
   r.user_id = ds.user(task.user).id;
   r.instruction = task.instruction;
   r.type = task.type;
@@ -348,7 +374,7 @@ struct RunDirectory::State {
   RunManifest manifest;
   std::size_t n_truncated = 0;
   mutable std::mutex mu;
-  std::map<std::string, bool> latest_ok;  //!< per key: whether its latest record has no error
+  std::map<RecordId, bool> latest_ok;  //!< per (task, trial): whether its latest record has no error
   int fd = -1;
   ~State() {
     if (fd >= 0) ::close(fd);
@@ -373,14 +399,25 @@ RunDirectory RunDirectory::open(const fs::path& dir, const RunManifest& manifest
                      std::to_string(manifest.shard_count));
   if (resume && has_manifest) {
     RunManifest stored = read_manifest(dir);
-    std::string diff = first_difference(stored, manifest, /*version=*/false, /*shard_index=*/true);
+    std::string diff = first_difference(stored, manifest, /*version=*/false, /*shard_index=*/true, /*trials=*/false);
     if (!diff.empty())
       throw UsageError("cannot resume " + dir.string() + ": the run was started with a different " + diff);
     st->manifest = stored;
+    int stored_trials = manifest_trials(stored), trials = manifest_trials(manifest);
+    if (trials < stored_trials)
+      throw UsageError("cannot resume " + dir.string() + ": it has " + std::to_string(stored_trials) +
+                       " trials per task; --trials may only be raised (omit it to keep " +
+                       std::to_string(stored_trials) + ")");
+    if (trials > stored_trials) {  // more trials of the same run: the missing ones run
+      json config = parse_config(stored.config_json, "run manifest");
+      config[kTrialsKey] = trials;
+      st->manifest.config_json = config.dump();
+      write_manifest(dir, st->manifest);
+    }
     ParsedFile parsed = parse_results(results);
     if (parsed.n_truncated) fs::resize_file(results, parsed.valid_bytes);  // drop the half-written line
     st->n_truncated = parsed.n_truncated;
-    for (const auto& r : parsed.records) st->latest_ok[r.task_key] = r.error.empty();
+    for (const auto& r : parsed.records) st->latest_ok[r.id()] = r.error.empty();
   } else {
     if (resume && has_results)
       throw UsageError("cannot resume " + dir.string() + ": it has results but no " + kManifestFile);
@@ -399,11 +436,11 @@ const fs::path& RunDirectory::path() const { return state_->dir; }
 const RunManifest& RunDirectory::manifest() const { return state_->manifest; }
 std::size_t RunDirectory::n_truncated() const { return state_->n_truncated; }
 
-std::set<std::string> RunDirectory::done() const {
+std::set<RecordId> RunDirectory::done() const {
   std::lock_guard lock(state_->mu);
-  std::set<std::string> out;
-  for (const auto& [key, ok] : state_->latest_ok)
-    if (ok) out.insert(key);
+  std::set<RecordId> out;
+  for (const auto& [id, ok] : state_->latest_ok)
+    if (ok) out.insert(id);
   return out;
 }
 
@@ -413,7 +450,7 @@ void RunDirectory::append(const TaskRecord& record) {
   fs::path file = state_->dir / kResultsFile;
   write_all(state_->fd, line, file);
   if (::fsync(state_->fd) != 0) throw Error("cannot sync " + file.string() + ": " + std::strerror(errno));
-  state_->latest_ok[record.task_key] = record.error.empty();
+  state_->latest_ok[record.id()] = record.error.empty();
 }
 
 // --- reading, merging, sharding --------------------------------------------------------------------------
@@ -423,7 +460,7 @@ std::vector<TaskRecord> read_records(const fs::path& dir, std::size_t* n_truncat
   if (!fs::exists(file)) throw DataError("no " + std::string(kResultsFile) + " in " + dir.string());
   ParsedFile parsed = parse_results(file);
   if (n_truncated) *n_truncated = parsed.n_truncated;
-  return latest_per_key(std::move(parsed.records));
+  return latest_per_id(std::move(parsed.records));
 }
 
 std::vector<metrics::TaskOutcome> scored_outcomes(const std::vector<TaskRecord>& records) {
@@ -455,18 +492,18 @@ void merge_runs(const std::vector<fs::path>& shard_dirs, const fs::path& out) {
     throw UsageError("merge: got " + std::to_string(manifests.size()) + " shards of " +
                      std::to_string(first.shard_count));
 
-  std::map<std::string, std::size_t> owner;  // task key -> shard dir position
+  std::map<RecordId, std::size_t> owner;  // (task, trial) -> shard dir position
   std::vector<TaskRecord> all;
   for (std::size_t i = 0; i < shard_dirs.size(); ++i) {
     for (auto& r : read_records(shard_dirs[i])) {
-      auto [it, inserted] = owner.emplace(r.task_key, i);
+      auto [it, inserted] = owner.emplace(r.id(), i);
       if (!inserted)
-        throw DataError("merge: task " + r.task_key + " is in both " + shard_dirs[it->second].string() + " and " +
-                        shard_dirs[i].string());
+        throw DataError("merge: task " + r.id().to_string() + " is in both " + shard_dirs[it->second].string() +
+                        " and " + shard_dirs[i].string());
       all.push_back(std::move(r));
     }
   }
-  std::sort(all.begin(), all.end(), [](const TaskRecord& a, const TaskRecord& b) { return key_less(a.task_key, b.task_key); });
+  sort_by_task(all);
   std::string text;
   for (const auto& r : all) text += r.to_json_line() + "\n";
 
@@ -477,6 +514,13 @@ void merge_runs(const std::vector<fs::path>& shard_dirs, const fs::path& out) {
   fs::create_directories(out);
   write_file_atomic(out / kResultsFile, text);
   write_manifest(out, merged);
+}
+
+void sort_by_task(std::vector<TaskRecord>& records) {
+  std::stable_sort(records.begin(), records.end(), [](const TaskRecord& a, const TaskRecord& b) {
+    if (a.task_key != b.task_key) return key_less(a.task_key, b.task_key);
+    return a.trial < b.trial;
+  });
 }
 
 bool in_shard(std::size_t task_index, int shard_index, int shard_count) {

@@ -1,11 +1,14 @@
 // src/runner/results.h: the files a run leaves behind (style.md §9 item 2; docs/runner.md "Results files").
 //
 // A run directory holds `manifest.json` (what the run was: config, seed, dataset fingerprint, pwab version,
-// shard) and `results.jsonl`, one line appended per finished task and never rewritten. A killed run resumes
-// from those lines; shard directories merge into one; `pwab score` recomputes every number from the lines
-// alone. No JSON library type appears here: records carry plain fields and (de)serialize themselves.
+// shard) and `results.jsonl`, one line appended per finished (task, trial) and never rewritten. A record is
+// identified by its RecordId: the task key and the trial number (`pwab run --trials N` runs every task N
+// times). A killed run resumes from those lines; shard directories merge into one; `pwab score` recomputes
+// every number from the lines alone. No JSON library type appears here: records carry plain fields and
+// (de)serialize themselves.
 #pragma once
 #include <cstddef>
+#include <compare>
 #include <cstdint>
 #include <filesystem>
 #include <memory>
@@ -47,9 +50,30 @@ RunManifest read_manifest(const std::filesystem::path& dir);
 //! when unreadable.
 std::string dataset_fingerprint(const std::filesystem::path& data_dir);
 
-//! One finished task: one line of results.jsonl.
+//! The manifest config key holding the number of trials per task (`pwab run --trials`); a config without it
+//! (a run directory written before trials existed) has 1.
+inline constexpr const char* kTrialsKey = "trials";
+
+//! What a record is the result of: one trial of one task. The one identity of records everywhere (resume,
+//! latest record, merge, ordering, the LLM ledger's booking key); build it with TaskRecord::id() or directly,
+//! never by pasting strings.
+struct RecordId {
+  std::string task_key;  //!< "<split>/<index>", e.g. "test/17"
+  int trial = 0;         //!< 0-based
+
+  //! Plain text order (task key, then trial); sort_by_task orders task keys numerically instead.
+  auto operator<=>(const RecordId&) const = default;
+  //! A text form for maps keyed by strings (the LLM ledger) and messages: the task key alone for trial 0, so a
+  //! single-trial run books and prints exactly as before; "test/17 trial 2" otherwise.
+  std::string to_string() const;
+};
+
+//! One finished trial of a task: one line of results.jsonl.
 struct TaskRecord {
   std::string task_key;  //!< "<split>/<index>", e.g. "test/17"
+  //! 0-based trial number (`pwab run --trials N` runs trials 0..N-1). Written as "trial" in every record; a
+  //! record without it (written before trials existed) reads as trial 0.
+  int trial = 0;
   std::string user_id;
   std::string instruction;
   data::TaskType type = data::TaskType::kSearch;
@@ -75,15 +99,17 @@ struct TaskRecord {
   std::string to_json_line() const;
   //! Parses one line; throws DataError naming the missing or mistyped field. Unknown fields are ignored.
   static TaskRecord from_json(std::string_view line);
-  //! The metrics input (task_key, type, attempts, steps).
+  //! The metrics input (task_key, type, attempts, steps, trial).
   metrics::TaskOutcome outcome() const;
+  //! (task_key, trial).
+  RecordId id() const { return {task_key, trial}; }
 };
 
 //! "<split>/<index>" of a task.
 std::string task_key(const data::Task& task);
 
-//! The record of a finished episode (error empty).
-TaskRecord make_record(const data::Dataset& ds, const data::Task& task, const EpisodeResult& result);
+//! The record of a finished episode (error empty) of trial `trial`.
+TaskRecord make_record(const data::Dataset& ds, const data::Task& task, const EpisodeResult& result, int trial = 0);
 
 //! An open run directory, appending to results.jsonl. Movable, not copyable; append() is thread-safe.
 class RunDirectory {
@@ -93,6 +119,9 @@ class RunDirectory {
   //! must match `manifest` in config, seed, dataset fingerprint and shard (a UsageError naming the first field
   //! that differs), the existing lines are checked (DataError with the line number on a bad one), and an
   //! unterminated last line left by a kill mid-write is cut off the file before anything is appended.
+  //! The config's "trials" (kTrialsKey, 1 when absent) is the one config value a resume may change, and only
+  //! upwards: more trials rewrite the stored manifest with the new count (the missing trials then run);
+  //! fewer is a UsageError.
   static RunDirectory open(const std::filesystem::path& dir, const RunManifest& manifest, bool resume);
 
   RunDirectory(RunDirectory&&) noexcept;
@@ -100,10 +129,10 @@ class RunDirectory {
   ~RunDirectory();
 
   const std::filesystem::path& path() const;
-  //! The manifest in force (the stored one when resuming).
+  //! The manifest in force (the stored one when resuming, with its trials raised when the caller asked for more).
   const RunManifest& manifest() const;
-  //! Keys whose latest record has no error: the tasks a resumed run skips.
-  std::set<std::string> done() const;
+  //! The (task, trial) units whose latest record has no error: what a resumed run skips.
+  std::set<RecordId> done() const;
   //! Lines dropped from the end of the file when it was opened (0 or 1).
   std::size_t n_truncated() const;
   //! Appends the record as one line with a single write, then fsyncs; safe to call from several threads.
@@ -115,7 +144,7 @@ class RunDirectory {
   std::unique_ptr<State> state_;
 };
 
-//! The final records of a run directory: per task key the latest record (errored ones included; check
+//! The final records of a run directory: per (task, trial) the latest record (errored ones included; check
 //! `error`), in the file order of those latest records. An unterminated last line is ignored and counted in
 //! `*n_truncated`; any other bad line throws DataError naming the file and line number.
 std::vector<TaskRecord> read_records(const std::filesystem::path& dir, std::size_t* n_truncated = nullptr);
@@ -123,11 +152,19 @@ std::vector<TaskRecord> read_records(const std::filesystem::path& dir, std::size
 //! The metrics inputs of the records that did not error.
 std::vector<metrics::TaskOutcome> scored_outcomes(const std::vector<TaskRecord>& records);
 
-//! Merges shard run directories into `out`. The manifests must agree on config, seed, dataset, pwab version
-//! and shard count, and together be shards 0..N-1 exactly once; a task key present in two shards is a
-//! DataError. Writes out/manifest.json (shard 0 of 1) and out/results.jsonl with each shard's final records,
-//! ordered by split and then numerically by index. `out` must not already hold results (UsageError).
+//! Merges shard run directories into `out`. The manifests must agree on config (trials included), seed,
+//! dataset, pwab version and shard count, and together be shards 0..N-1 exactly once; a (task, trial) present
+//! in two shards is a DataError. Writes out/manifest.json (shard 0 of 1) and out/results.jsonl with each
+//! shard's final records, ordered by split, numerically by index, then by trial (sort_by_task). `out` must not already hold results (UsageError).
 void merge_runs(const std::vector<std::filesystem::path>& shard_dirs, const std::filesystem::path& out);
+
+//! Orders records by split, then numerically by index, then by trial (the order `pwab merge` writes), so
+//! summaries and bootstrap intervals do not depend on the order workers finished in. Stable.
+void sort_by_task(std::vector<TaskRecord>& records);
+
+//! The trials per task a manifest's config asks for: its "trials" value, 1 when absent. DataError when the
+//! value is not an integer ≥ 1.
+int manifest_trials(const RunManifest& manifest);
 
 //! Whether shard `shard_index` of `shard_count` runs task `task_index` (its position in the split): exactly
 //! when task_index % shard_count == shard_index. UsageError on shard_count < 1 or an index outside [0, count).

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "core/error.h"
+#include "core/rng.h"
 #include "core/sys.h"
 
 namespace pwab::runner {
@@ -21,13 +22,8 @@ std::optional<std::size_t> parse_size(std::string_view s) {
   return v;
 }
 
-// (split, index) of a task key; keys that do not parse sort last, by text.
-std::pair<std::string, std::size_t> key_order(const std::string& key) {
-  auto slash = key.rfind('/');
-  if (slash == std::string::npos) return {key, SIZE_MAX};
-  auto index = parse_size(std::string_view(key).substr(slash + 1));
-  return {key.substr(0, slash), index.value_or(SIZE_MAX)};
-}
+// The derive_seed stream of trial seeds, so they never coincide with another use of the run seed.
+constexpr uint64_t kTrialStream = 0x7e1a15;
 
 std::string clock_text(double seconds) {
   auto s = static_cast<long long>(seconds + 0.5);
@@ -90,17 +86,28 @@ std::vector<const data::Task*> select_tasks(const data::Dataset& ds, std::string
   return out;
 }
 
+uint64_t trial_seed(uint64_t seed, int trial) {
+  return trial == 0 ? seed : derive_seed(seed, kTrialStream, static_cast<uint64_t>(trial));
+}
+
+std::vector<Unit> pending_units(const std::vector<const data::Task*>& tasks, int trials,
+                                const std::set<RecordId>& done) {
+  if (trials < 1) throw UsageError("--trials must be at least 1, got " + std::to_string(trials));
+  std::vector<Unit> out;
+  for (int trial = 0; trial < trials; ++trial)
+    for (const auto* t : tasks)
+      if (!done.count({task_key(*t), trial})) out.push_back({t, trial});
+  return out;
+}
+
 RunReport run_tasks(const env::Environment& env, const std::vector<const data::Task*>& tasks, RunDirectory& dir,
                     const AgentMaker& make_agent, const UserMaker& make_user, const RunOptions& options) {
-  const auto done = dir.done();
-  std::vector<const data::Task*> todo;
-  for (const auto* t : tasks)
-    if (!done.count(task_key(*t))) todo.push_back(t);
+  const std::vector<Unit> todo = pending_units(tasks, options.trials, dir.done());
 
   RunReport report;
   RunProgress& progress = report.progress;
   progress.total = todo.size();
-  progress.skipped = tasks.size() - todo.size();
+  progress.skipped = tasks.size() * static_cast<std::size_t>(options.trials) - todo.size();
 
   std::mutex mu;  // guards progress and the callback
   std::atomic<std::size_t> next{0};
@@ -131,13 +138,14 @@ RunReport run_tasks(const env::Environment& env, const std::vector<const data::T
       }
       std::size_t i = next.fetch_add(1);
       if (i >= todo.size()) return;
-      const data::Task& task = *todo[i];
+      const data::Task& task = *todo[i].task;
+      const int trial = todo[i].trial;
       TaskRecord record;
       try {
-        auto agent = make_agent(task);
-        auto user = make_user ? make_user(task) : nullptr;
+        auto agent = make_agent(task, trial);
+        auto user = make_user ? make_user(task, trial) : nullptr;
         EpisodeResult result = run_episode(env, task, *agent, user.get(), options.episode);
-        record = make_record(env.dataset(), task, result);
+        record = make_record(env.dataset(), task, result, trial);
       } catch (const UsageError&) {
         throw;  // a misconfigured run is not a task failure
       } catch (const RunAbortError&) {
@@ -146,6 +154,7 @@ RunReport run_tasks(const env::Environment& env, const std::vector<const data::T
         // Infrastructure failure (e.g. the model service gave up): record it so resume retries the task.
         record = TaskRecord{};
         record.task_key = task_key(task);
+        record.trial = trial;
         record.user_id = env.dataset().user(task.user).id;
         record.instruction = task.instruction;
         record.type = task.type;
@@ -185,12 +194,6 @@ RunReport run_tasks(const env::Environment& env, const std::vector<const data::T
   report.cancelled = stopped && progress.finished < progress.total;
   if (options.on_progress) options.on_progress(progress);
   return report;
-}
-
-void sort_by_task(std::vector<TaskRecord>& records) {
-  std::stable_sort(records.begin(), records.end(), [](const TaskRecord& a, const TaskRecord& b) {
-    return key_order(a.task_key) < key_order(b.task_key);
-  });
 }
 
 std::string format_progress(const RunProgress& p) {

@@ -1,7 +1,8 @@
 // src/runner/run.h: running many episodes into a run directory on a worker pool (style.md §9 items 1–2).
 //
-// A run is a list of tasks, an agent maker, a user maker and a RunDirectory. Workers take the next task not yet
-// done, run its episode and append its record; nothing else is shared between episodes, so an episode that waits
+// A run is a list of tasks, a number of trials, an agent maker, a user maker and a RunDirectory. Its units of
+// work are (task, trial) pairs, handed out trial by trial (every task's trial 0 first, like tau-bench's
+// --num_trials loop). Workers take the next unit not yet done, run its episode and append its record; nothing else is shared between episodes, so an episode that waits
 // on a model never holds up another. A task whose episode throws pwab::Error (an LLM service that keeps failing,
 // say) is recorded with `error` set, so `--resume` runs it again; a UsageError or RunAbortError stops the whole
 // run instead. Cancellation (Ctrl-C, a budget) stops handing out tasks and lets the episodes in flight finish;
@@ -12,6 +13,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -41,14 +43,31 @@ std::vector<const data::Task*> select_tasks(const data::Dataset& ds, std::string
 //! Parses "K/N" (0 ≤ K < N); UsageError otherwise.
 std::pair<int, int> parse_shard(std::string_view text);
 
-//! A fresh agent for one task (called from worker threads).
-using AgentMaker = std::function<std::unique_ptr<Agent>(const data::Task&)>;
-//! The user simulator for one task, or null for none (called from worker threads).
-using UserMaker = std::function<std::unique_ptr<env::UserChannel>(const data::Task&)>;
+//! A fresh agent for trial `trial` (0-based) of a task (called from worker threads).
+using AgentMaker = std::function<std::unique_ptr<Agent>(const data::Task&, int trial)>;
+//! The user simulator for trial `trial` of a task, or null for none (called from worker threads).
+using UserMaker = std::function<std::unique_ptr<env::UserChannel>(const data::Task&, int trial)>;
+
+//! The seed of trial `trial` of a run seeded with `seed`: `seed` itself for trial 0, so a single-trial run draws
+//! exactly what it drew before trials existed; derive_seed(seed, a fixed stream, trial) otherwise. Makers pass
+//! it wherever they passed the run seed (the scripted user, seeded agents).
+uint64_t trial_seed(uint64_t seed, int trial);
+
+//! One unit of work: one trial of one task.
+struct Unit {
+  const data::Task* task = nullptr;
+  int trial = 0;
+};
+
+//! The units of `tasks` × trials 0..trials-1 that are not in `done`, in hand-out order: trial by trial, each
+//! in the order of `tasks`. UsageError when trials < 1.
+std::vector<Unit> pending_units(const std::vector<const data::Task*>& tasks, int trials,
+                                const std::set<RecordId>& done);
 
 //! Where a run stands, for progress lines.
+//! Counts are of (task, trial) units; with one trial per task, of tasks.
 struct RunProgress {
-  std::size_t total = 0;       //!< tasks this invocation has to run (already-done ones excluded)
+  std::size_t total = 0;       //!< units this invocation has to run (already-done ones excluded)
   std::size_t finished = 0;    //!< of those, recorded so far (errored included)
   std::size_t errored = 0;
   std::size_t skipped = 0;     //!< already done in the run directory
@@ -60,6 +79,8 @@ struct RunProgress {
 
 struct RunOptions {
   EpisodeOptions episode;
+  //! Runs per task (`pwab run --trials`), ≥ 1.
+  int trials = 1;
   //! Worker threads; 0 = one per hardware thread.
   int concurrency = 0;
   //! Set from another thread (a signal handler, a budget check) to stop handing out tasks; the tasks in flight
@@ -77,13 +98,10 @@ struct RunReport {
   bool cancelled = false;  //!< stopped before every task ran
 };
 
-//! Runs every task of `tasks` not in `dir.done()`, appending one record each. Thread-safe makers required.
+//! Runs every (task, trial) unit of `tasks` × options.trials not in `dir.done()` (pending_units), appending one
+//! record each. Thread-safe makers required.
 RunReport run_tasks(const env::Environment& env, const std::vector<const data::Task*>& tasks, RunDirectory& dir,
                     const AgentMaker& make_agent, const UserMaker& make_user, const RunOptions& options);
-
-//! Sorts records by split, then numerically by index (the order `pwab merge` writes), so summaries and bootstrap
-//! intervals do not depend on the order workers finished in.
-void sort_by_task(std::vector<TaskRecord>& records);
 
 //! A progress line for a terminal: "tasks 120/2174 (3 errors) · 45.1/s · ETA 0:45 · R 0.412 · 10.2k tok".
 std::string format_progress(const RunProgress& p);

@@ -243,7 +243,7 @@ RunResult run_all(int concurrency) {
   runner::RunOptions opts;
   opts.concurrency = concurrency;
   opts.episode = {runner::Track::kSingleTurn, 10};
-  runner::run_tasks(fx.env, tasks, dir, [&](const data::Task& t) { return f->make(t); }, nullptr, opts);
+  runner::run_tasks(fx.env, tasks, dir, [&](const data::Task& t, int) { return f->make(t); }, nullptr, opts);
   RunResult out;
   out.memory = read_file(file);
   EXPECT_EQ(out.memory, f->memory_json());

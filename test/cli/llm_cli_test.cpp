@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "support/openai_test_server.h"
@@ -258,6 +259,75 @@ TEST_F(LlmCli, EveryLlmAgentRunsBothTracksThroughTheCli) {
   auto memory = Json::parse(
       pwab::test::read_text(std::filesystem::path(out("agent-interecagent-multi")) / "interec_memory.json"));
   EXPECT_EQ(memory["applied"].size(), 3u) << memory.dump();
+}
+
+}  // namespace
+
+namespace {
+
+//! Trial t of a run sends --llm-seed S as S + t: this agent searches in trial 0 (seed 3) and stops at once in
+//! trial 1 (seed 4), so the trials' records differ.
+ScriptedReply answer_by_seed(const ReceivedRequest& r) {
+  Json body = Json::parse(r.body);
+  if (body.value("seed", 0) == 4) return ScriptedReply::tool_call("stop", "{}", "call_5", 90, 2);
+  return answer(r);
+}
+
+TEST_F(LlmCli, TrialsAreSampledApartInTheCacheAndReplayed) {
+  server_.set_chat_handler(answer_by_seed);
+  std::string err;
+  const std::string cache = " --llm-cache " + out("trials-cache");
+  ASSERT_EQ(run_binary(fc_run("--tasks 0:4 --trials 2 --llm-seed 3" + cache + " --out " + out("trials")), &err), 0)
+      << err;
+  ASSERT_EQ(server_.n_requests(), 8u);
+  auto records = records_of(out("trials"));
+  ASSERT_EQ(records.size(), 8u);
+  for (const auto& r : records) {
+    EXPECT_EQ(r["usage"]["agent"]["calls"], 1) << "each trial books its own call: " << r.dump();
+    EXPECT_EQ(r["ending"], r["trial"] == 0 ? "task_function" : "stop") << r.dump();
+  }
+
+  // Without a seed both trials send byte-identical requests; the cache still keeps them apart (sample index),
+  // so trial 1 is asked of the server, not replayed from trial 0.
+  server_.set_chat_handler(answer);
+  std::size_t before = server_.n_requests();
+  ASSERT_EQ(run_binary(fc_run("--tasks 0:4 --trials 2 --concurrency 1" + cache + " --out " + out("trials-noseed")), &err),
+            0)
+      << err;
+  EXPECT_EQ(server_.n_requests() - before, 8u);
+  std::size_t identical = 0;
+  for (std::size_t i = before; i + 4 < server_.n_requests(); ++i)
+    identical += server_.requests()[i].body == server_.requests()[i + 4].body ? 1 : 0;
+  EXPECT_EQ(identical, 4u) << "trial 1's requests are the same bytes as trial 0's";
+
+  // InteRecAgent's per-user memory is kept per trial: trial 0 in the run directory, trial 1 under trial-1/, each
+  // with every task of its trial applied once.
+  ASSERT_EQ(run_binary("run --quiet --data " + data_ + " --agent interecagent --model test-model --embedder hashing " +
+                           "--base-url " + server_.base_url() + " --api-key-env PWAB_TEST_KEY --tasks 0:3 --trials 2 " +
+                           "--agent-opt interec_init=heuristic --out " + out("trials-interec"),
+                       &err),
+            0)
+      << err;
+  for (const std::string sub : {"", "trial-1/"}) {
+    auto memory = Json::parse(pwab::test::read_text(out("trials-interec") + "/" + sub + "interec_memory.json"));
+    EXPECT_EQ(memory["applied"].size(), 3u) << sub << memory.dump();
+  }
+  EXPECT_EQ(records_of(out("trials-interec")).size(), 6u);
+
+  // A replay with the server gone reproduces both trials.
+  server_.stop();
+  ASSERT_EQ(run_binary(fc_run("--tasks 0:4 --trials 2 --llm-seed 3 --replay" + cache + " --out " + out("trials-rep")),
+                       &err),
+            0)
+      << err;
+  auto replayed = records_of(out("trials-rep"));
+  ASSERT_EQ(replayed.size(), 8u);
+  std::map<std::pair<std::string, int>, std::string> ending;
+  for (const auto& r : records) ending[{r["task"], r["trial"]}] = r["ending"];
+  for (const auto& r : replayed) {
+    EXPECT_EQ(r["usage"]["agent"]["cached_calls"], 1);
+    EXPECT_EQ(ending.at({r["task"], r["trial"]}), r["ending"]);
+  }
 }
 
 }  // namespace

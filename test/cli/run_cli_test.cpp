@@ -4,7 +4,9 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <map>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "support/test_support.h"
 
@@ -127,6 +129,84 @@ TEST_F(RunCli, ShardsMergeToTheUnshardedRun) {
   EXPECT_EQ(merged, whole);
   EXPECT_EQ(run_binary("merge --out " + out("merged2") + " " + out("s0") + " " + out("s1"), nullptr, &err), 2);
   EXPECT_TRUE(has(err, "shard")) << err;
+}
+
+//! The records of a run directory by (task, trial) text, timings zeroed (they differ between runs).
+std::map<std::string, nlohmann::json> records_by_id(const std::string& dir) {
+  std::map<std::string, nlohmann::json> out;
+  std::istringstream lines(pwab::test::read_text(std::filesystem::path(dir) / "results.jsonl"));
+  for (std::string line; std::getline(lines, line);) {
+    auto j = nlohmann::json::parse(line);
+    j["seconds_env"] = j["seconds_agent"] = 0;
+    std::string id = j["task"].get<std::string>() + "#" + std::to_string(j["trial"].get<int>());
+    EXPECT_TRUE(out.emplace(id, j).second) << "twice: " << id;
+  }
+  return out;
+}
+
+TEST_F(RunCli, TrialsGivePassHatAndResumePerTrial) {
+  std::string table, err;
+  const std::string common = "run --data " + data_ + " --track multi --tasks 0:9 --seed 3 --concurrency 2 ";
+  ASSERT_EQ(run_binary(common + "--trials 2 --out " + out("tr"), &table, &err), 0) << err;
+  EXPECT_TRUE(has(table, "pass^2")) << table;
+  EXPECT_TRUE(has(table, "Flip rate")) << table;
+  auto manifest = nlohmann::json::parse(pwab::test::read_text(std::filesystem::path(out("tr")) / "manifest.json"));
+  EXPECT_EQ(manifest["config"]["trials"], 2);
+  auto records = records_by_id(out("tr"));
+  EXPECT_EQ(records.size(), 18u);
+
+  // Trial 0 is the single-trial run with the same seed, record for record.
+  ASSERT_EQ(run_binary(common + "--quiet --out " + out("tr-once")), 0);
+  auto once = records_by_id(out("tr-once"));
+  ASSERT_EQ(once.size(), 9u);
+  for (const auto& [id, rec] : once) EXPECT_EQ(records.at(id), rec) << id;
+  auto once_manifest = nlohmann::json::parse(pwab::test::read_text(std::filesystem::path(out("tr-once")) / "manifest.json"));
+  EXPECT_EQ(once_manifest["config"]["trials"], 1);
+
+  std::string json;
+  ASSERT_EQ(run_binary("score " + out("tr") + " --format json", &json, &err), 0) << err;
+  EXPECT_EQ(json, pwab::test::read_text(std::filesystem::path(out("tr")) / "summary.json"));
+  auto summary = nlohmann::json::parse(json);
+  EXPECT_EQ(summary["trials"]["max_trials"], 2);
+  EXPECT_EQ(summary["groups"]["overall"]["n_tasks"], 9);
+  EXPECT_EQ(summary["groups"]["overall"]["n_outcomes"], 18);
+  const auto& overall = summary["trials"]["groups"]["overall"];
+  ASSERT_EQ(overall["pass_hat"].size(), 2u);
+  double p1 = overall["pass_hat"][0]["value"], p2 = overall["pass_hat"][1]["value"];
+  EXPECT_GT(p1, 0.0);
+  EXPECT_LE(p2, p1);  // all of two trials passing is never likelier than one
+  EXPECT_EQ(overall["n_multi"], 9);
+  // A stricter pass rule can only lower pass^1.
+  ASSERT_EQ(run_binary("score " + out("tr") + " --format json --pass-threshold 1", &json, &err), 0) << err;
+  EXPECT_LE(nlohmann::json::parse(json)["trials"]["groups"]["overall"]["pass_hat"][0]["value"].get<double>(), p1);
+  EXPECT_EQ(nlohmann::json::parse(json)["trials"]["pass_rule"]["review"], 1.0);
+  std::string csv;
+  ASSERT_EQ(run_binary("score " + out("tr") + " --format csv", &csv), 0);
+  EXPECT_TRUE(has(csv, "\noverall,pass^2,")) << csv;
+  EXPECT_EQ(run_binary("score " + out("tr") + " --pass-threshold review=high", nullptr, &err), 2);
+  EXPECT_TRUE(has(err, "high")) << err;
+
+  // Resume without --trials keeps 2 and has nothing to do; fewer is refused; more runs exactly the new trial.
+  ASSERT_EQ(run_binary(common + "--resume --out " + out("tr"), nullptr, &err), 0) << err;
+  EXPECT_TRUE(has(err, "ran 0 tasks")) << err;
+  EXPECT_EQ(run_binary(common + "--resume --trials 1 --out " + out("tr"), nullptr, &err), 2);
+  EXPECT_TRUE(has(err, "2 trials")) << err;
+  ASSERT_EQ(run_binary(common + "--resume --trials 3 --out " + out("tr"), nullptr, &err), 0) << err;
+  EXPECT_TRUE(has(err, "ran 9 tasks")) << err;
+  EXPECT_TRUE(has(err, "18 already done")) << err;
+  auto raised = records_by_id(out("tr"));
+  EXPECT_EQ(raised.size(), 27u);
+  for (const auto& [id, rec] : records) EXPECT_EQ(raised.at(id), rec) << id;  // earlier trials untouched
+  manifest = nlohmann::json::parse(pwab::test::read_text(std::filesystem::path(out("tr")) / "manifest.json"));
+  EXPECT_EQ(manifest["config"]["trials"], 3);
+  ASSERT_EQ(run_binary("score " + out("tr") + " --format json", &json), 0);
+  EXPECT_EQ(nlohmann::json::parse(json)["trials"]["groups"]["overall"]["pass_hat"].size(), 3u);
+
+  // Compare pairs tasks by their means over trials.
+  std::string cmp;
+  ASSERT_EQ(run_binary("compare " + out("tr-once") + " " + out("tr"), &cmp, &err), 0) << err;
+  EXPECT_TRUE(has(cmp, "Paired tasks: 9")) << cmp;
+  EXPECT_TRUE(has(cmp, "up to 1 per task in A, 3 in B")) << cmp;
 }
 
 TEST_F(RunCli, UsageErrors) {

@@ -183,7 +183,7 @@ TEST(Results, KillMidWriteIsRecoveredOnResume) {
 
   RunDirectory run = RunDirectory::open(dir, manifest(), true);
   EXPECT_EQ(run.n_truncated(), 1u);
-  EXPECT_EQ(run.done(), (std::set<std::string>{"test/0", "test/1"}));
+  EXPECT_EQ(run.done(), (std::set<RecordId>{{"test/0", 0}, {"test/1", 0}}));
   run.append(fake("test/2"));
   expect_valid_jsonl(dir);
   auto records = read_records(dir, &truncated);
@@ -200,7 +200,7 @@ TEST(Results, ErroredRecordsAreRerunAndSuperseded) {
     bad.error = "LLM endpoint timed out";
     run.append(fake("test/3"));
     run.append(bad);
-    EXPECT_EQ(run.done(), (std::set<std::string>{"test/3"}));
+    EXPECT_EQ(run.done(), (std::set<RecordId>{{"test/3", 0}}));
   }
   auto records = read_records(dir);
   ASSERT_EQ(records.size(), 2u);
@@ -208,9 +208,9 @@ TEST(Results, ErroredRecordsAreRerunAndSuperseded) {
   EXPECT_EQ(scored_outcomes(records).size(), 1u);
 
   RunDirectory run = RunDirectory::open(dir, manifest(), true);
-  EXPECT_EQ(run.done(), (std::set<std::string>{"test/3"}));  // the errored task runs again
+  EXPECT_EQ(run.done(), (std::set<RecordId>{{"test/3", 0}}));  // the errored task runs again
   run.append(fake("test/4", 5));
-  EXPECT_EQ(run.done(), (std::set<std::string>{"test/3", "test/4"}));
+  EXPECT_EQ(run.done(), (std::set<RecordId>{{"test/3", 0}, {"test/4", 0}}));
   records = read_records(dir);
   ASSERT_EQ(records.size(), 2u);
   EXPECT_EQ(records[1].task_key, "test/4");
@@ -230,7 +230,7 @@ int pretend_run(const std::filesystem::path& dir, int n, int kill_after, bool re
   for (int i = 0; i < n; ++i) {
     if (!in_shard(static_cast<std::size_t>(i), shard, shards)) continue;
     std::string key = "test/" + std::to_string(i);
-    if (done.count(key)) continue;
+    if (done.count({key, 0})) continue;
     if (ran == kill_after) {
       std::string line = fake(key, i + 1).to_json_line();
       test::write_text(dir / kResultsFile, test::read_text(dir / kResultsFile) + line.substr(0, 10));
@@ -318,6 +318,131 @@ TEST(Results, MergeRejectsDuplicatesAndMismatches) {
   RunDirectory::open(other, m, false);
   msg = error_of([&] { merge_runs({dirs[0], other}, tmp / "out5"); });
   EXPECT_NE(msg.find("config"), std::string::npos) << msg;
+}
+
+// --- trials ----------------------------------------------------------------------------------------------
+
+TaskRecord fake_trial(std::string key, int trial, double r = 0.5) {
+  TaskRecord rec = fake(std::move(key), 2, {{1, r}});
+  rec.trial = trial;
+  return rec;
+}
+
+TEST(Results, RecordsCarryTheirTrialAndOldRecordsReadAsTrialZero) {
+  TaskRecord r = fake_trial("test/3", 2);
+  std::string line = r.to_json_line();
+  EXPECT_NE(line.find(R"("trial":2)"), std::string::npos) << line;
+  EXPECT_EQ(TaskRecord::from_json(line).trial, 2);
+  EXPECT_EQ(TaskRecord::from_json(line).id(), (RecordId{"test/3", 2}));
+  EXPECT_EQ(TaskRecord::from_json(line).outcome().trial, 2);
+  // Every record says its trial, trial 0 included.
+  EXPECT_NE(fake("test/3").to_json_line().find(R"("trial":0)"), std::string::npos);
+  // A record written before trials existed has no "trial": it is trial 0.
+  std::string old = fake("test/3").to_json_line();
+  old.erase(old.find(R"("trial":0,)"), std::string(R"("trial":0,)").size());
+  ASSERT_EQ(old.find("trial"), std::string::npos) << old;
+  EXPECT_EQ(TaskRecord::from_json(old).trial, 0);
+  // A bad trial names the field.
+  std::string bad = line;
+  bad.replace(bad.find(R"("trial":2)"), 9, R"("trial":"2")");
+  EXPECT_NE(error_of([&] { TaskRecord::from_json(bad); }).find("'trial'"), std::string::npos);
+  bad = line;
+  bad.replace(bad.find(R"("trial":2)"), 9, R"("trial":-1)");
+  EXPECT_THROW(TaskRecord::from_json(bad), DataError);
+  // The text form: the task key alone for trial 0, so single-trial runs book and print as before.
+  EXPECT_EQ((RecordId{"test/3", 0}).to_string(), "test/3");
+  EXPECT_EQ((RecordId{"test/3", 2}).to_string(), "test/3 trial 2");
+}
+
+TEST(Results, LatestRecordAndDonePerTaskAndTrial) {
+  test::TempDir tmp;
+  auto dir = tmp / "run";
+  {
+    RunDirectory run = RunDirectory::open(dir, manifest(), false);
+    run.append(fake_trial("test/0", 0, 0.1));
+    run.append(fake_trial("test/0", 1, 0.2));
+    TaskRecord failed = fake_trial("test/0", 2);
+    failed.error = "timeout";
+    run.append(failed);
+    run.append(fake_trial("test/1", 0, 0.3));
+    EXPECT_EQ(run.done(), (std::set<RecordId>{{"test/0", 0}, {"test/0", 1}, {"test/1", 0}}));
+  }
+  // An old-style line (no "trial") of test/1 written later supersedes trial 0 of test/1 only.
+  std::string old = fake("test/1", 7).to_json_line();
+  old.erase(old.find(R"("trial":0,)"), std::string(R"("trial":0,)").size());
+  test::write_text(dir / kResultsFile, test::read_text(dir / kResultsFile) + old + "\n");
+  auto records = read_records(dir);
+  ASSERT_EQ(records.size(), 4u);
+  sort_by_task(records);
+  std::vector<RecordId> ids;
+  for (const auto& r : records) ids.push_back(r.id());
+  EXPECT_EQ(ids, (std::vector<RecordId>{{"test/0", 0}, {"test/0", 1}, {"test/0", 2}, {"test/1", 0}}));
+  EXPECT_EQ(records[3].steps, 7);
+  EXPECT_EQ(scored_outcomes(records).size(), 3u);  // the errored trial is not scored
+
+  RunDirectory run = RunDirectory::open(dir, manifest(), true);
+  EXPECT_EQ(run.done().count({"test/0", 2}), 0u);  // the errored trial runs again
+  run.append(fake_trial("test/0", 2, 0.9));
+  EXPECT_EQ(run.done().size(), 4u);
+}
+
+std::string with_trials(int trials) {
+  return R"({"agent": "fc", "max_steps": 10, "model": "m", "trials": )" + std::to_string(trials) + "}";
+}
+
+TEST(Results, ResumeMayRaiseTrialsButNotLowerThem) {
+  test::TempDir tmp;
+  auto dir = tmp / "run";
+  RunDirectory::open(dir, manifest(with_trials(2)), false).append(fake_trial("test/0", 1));
+  EXPECT_EQ(manifest_trials(read_manifest(dir)), 2);
+  // Fewer trials: refused, naming the stored count.
+  std::string msg = error_of([&] { RunDirectory::open(dir, manifest(with_trials(1)), true); });
+  EXPECT_NE(msg.find("2 trials"), std::string::npos) << msg;
+  // More: the stored manifest says so from now on; the other config keys must still match.
+  EXPECT_THROW(RunDirectory::open(dir, manifest(R"({"agent": "fc", "max_steps": 5, "model": "m", "trials": 4})"), true),
+               UsageError);
+  {
+    RunDirectory run = RunDirectory::open(dir, manifest(with_trials(4)), true);
+    EXPECT_EQ(manifest_trials(run.manifest()), 4);
+    EXPECT_EQ(run.done(), (std::set<RecordId>{{"test/0", 1}}));
+  }
+  EXPECT_EQ(manifest_trials(read_manifest(dir)), 4);
+  EXPECT_NO_THROW(RunDirectory::open(dir, manifest(with_trials(4)), true));
+
+  // A run directory from before trials (no "trials" in its config) resumes as one trial, and may be raised.
+  auto old_dir = tmp / "old";
+  RunDirectory::open(old_dir, manifest(), false).append(fake("test/0"));
+  EXPECT_EQ(manifest_trials(read_manifest(old_dir)), 1);
+  EXPECT_NO_THROW(RunDirectory::open(old_dir, manifest(with_trials(1)), true));
+  EXPECT_NO_THROW(RunDirectory::open(old_dir, manifest(with_trials(3)), true));
+  EXPECT_EQ(manifest_trials(read_manifest(old_dir)), 3);
+  RunManifest bad = manifest(R"({"trials": 0})");
+  EXPECT_THROW(manifest_trials(bad), DataError);
+}
+
+TEST(Results, MergeKeysShardsByTaskAndTrial) {
+  test::TempDir tmp;
+  std::vector<std::filesystem::path> dirs;
+  for (int k = 0; k < 2; ++k) {
+    dirs.push_back(tmp / ("s" + std::to_string(k)));
+    RunManifest m = manifest(with_trials(2));
+    m.shard_index = k;
+    m.shard_count = 2;
+    RunDirectory run = RunDirectory::open(dirs.back(), m, false);
+    for (int trial : {1, 0})
+      for (int i = k; i < 6; i += 2) run.append(fake_trial("test/" + std::to_string(i), trial));
+  }
+  merge_runs(dirs, tmp / "out");
+  auto merged = read_records(tmp / "out");
+  ASSERT_EQ(merged.size(), 12u);
+  for (std::size_t i = 0; i < merged.size(); ++i)  // task order, then trial
+    EXPECT_EQ(merged[i].id(), (RecordId{"test/" + std::to_string(i / 2), static_cast<int>(i % 2)}));
+  EXPECT_EQ(manifest_trials(read_manifest(tmp / "out")), 2);
+
+  // The same (task, trial) in two shards is an error naming it; the same task with another trial is not.
+  RunDirectory(RunDirectory::open(dirs[1], read_manifest(dirs[1]), true)).append(fake_trial("test/0", 1));
+  std::string msg = error_of([&] { merge_runs(dirs, tmp / "out2"); });
+  EXPECT_NE(msg.find("test/0 trial 1"), std::string::npos) << msg;
 }
 
 TEST(Results, DatasetFingerprintFollowsNamesAndBytes) {

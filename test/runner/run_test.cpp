@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <mutex>
 #include <set>
 #include <thread>
 
@@ -76,7 +77,7 @@ struct Fixture {
 };
 
 AgentMaker echo_maker() {
-  return [](const data::Task&) { return std::make_unique<EchoAgent>(); };
+  return [](const data::Task&, int) { return std::make_unique<EchoAgent>(); };
 }
 
 std::vector<std::string> sorted_keys(std::vector<TaskRecord> records) {
@@ -187,7 +188,7 @@ TEST(Run, InfrastructureErrorsAreRecordedAndRerunOnResume) {
   test::TempDir tmp;
   {
     RunDirectory dir = RunDirectory::open(tmp / "run", f.manifest(), false);
-    AgentMaker flaky = [](const data::Task& t) { return std::make_unique<FlakyAgent>(t.index % 4 == 1); };
+    AgentMaker flaky = [](const data::Task& t, int) { return std::make_unique<FlakyAgent>(t.index % 4 == 1); };
     RunReport report = run_tasks(f.environment, tasks, dir, flaky, nullptr, RunOptions{});
     EXPECT_EQ(report.progress.errored, 3u);
   }
@@ -217,7 +218,7 @@ TEST(Run, UsageErrorsStopTheRun) {
   RunOptions options;
   options.episode = {Track::kSingleTurn, 10};
   // A user simulator in the single-turn track is a usage error of the whole run, not a task failure.
-  UserMaker user = [&](const data::Task& t) { return std::make_unique<sim::ScriptedUser>(f.ds, t, 1); };
+  UserMaker user = [&](const data::Task& t, int) { return std::make_unique<sim::ScriptedUser>(f.ds, t, 1); };
   EXPECT_THROW(run_tasks(f.environment, tasks, dir, echo_maker(), user, options), UsageError);
 }
 
@@ -226,7 +227,7 @@ TEST(Run, ShardsMergeToTheUnshardedRun) {
   test::TempDir tmp;
   RunOptions options;
   options.episode = {Track::kMultiTurn, 10};
-  UserMaker user = [&](const data::Task& t) { return std::make_unique<sim::ScriptedUser>(f.ds, t, 5); };
+  UserMaker user = [&](const data::Task& t, int) { return std::make_unique<sim::ScriptedUser>(f.ds, t, 5); };
   {
     RunDirectory whole = RunDirectory::open(tmp / "whole", f.manifest(), false);
     run_tasks(f.environment, select_tasks(f.ds, "test", TaskRange{}), whole, echo_maker(), user, options);
@@ -252,6 +253,141 @@ TEST(Run, ShardsMergeToTheUnshardedRun) {
   metrics::BootstrapOptions bo{300, 0.95, 2};
   EXPECT_EQ(metrics::format_json(metrics::summarize(scored_outcomes(whole), bo)),
             metrics::format_json(metrics::summarize(scored_outcomes(merged), bo)));
+}
+
+// --- trials ----------------------------------------------------------------------------------------------
+
+TEST(Run, TrialSeedsKeepTrialZeroAndDifferPerTrial) {
+  EXPECT_EQ(trial_seed(42, 0), 42u);  // a single-trial run draws what it drew before trials existed
+  std::set<uint64_t> seeds;
+  for (int t = 0; t < 50; ++t) seeds.insert(trial_seed(42, t));
+  EXPECT_EQ(seeds.size(), 50u);
+  EXPECT_EQ(trial_seed(42, 3), trial_seed(42, 3));  // reproducible
+  EXPECT_NE(trial_seed(42, 1), trial_seed(43, 1));
+}
+
+TEST(Run, PendingUnitsGoTrialByTrial) {
+  Fixture f;
+  auto tasks = select_tasks(f.ds, "test", TaskRange::parse("0:3"));
+  auto units = pending_units(tasks, 2, {{task_key(*tasks[1]), 0}});
+  ASSERT_EQ(units.size(), 5u);
+  std::vector<std::pair<uint32_t, int>> order;
+  for (const Unit& u : units) order.emplace_back(u.task->index, u.trial);
+  EXPECT_EQ(order, (std::vector<std::pair<uint32_t, int>>{{0, 0}, {2, 0}, {0, 1}, {1, 1}, {2, 1}}));
+  EXPECT_THROW(pending_units(tasks, 0, {}), UsageError);
+}
+
+//! Records which (task, trial) units the makers were asked for.
+struct UnitLog {
+  std::mutex mu;
+  std::multiset<std::pair<std::string, int>> agents, users;
+};
+
+TEST(Run, KilledTrialRunResumesExactlyTheMissingUnits) {
+  Fixture f;
+  auto tasks = select_tasks(f.ds, "test", TaskRange::parse("0:8"));
+  constexpr int kTrials = 3;
+  test::TempDir tmp;
+  UnitLog log;
+  AgentMaker agent = [&](const data::Task& t, int trial) {
+    std::lock_guard lock(log.mu);
+    log.agents.emplace(task_key(t), trial);
+    return std::make_unique<EchoAgent>();
+  };
+  UserMaker user = [&](const data::Task& t, int trial) {
+    std::lock_guard lock(log.mu);
+    log.users.emplace(task_key(t), trial);
+    return std::make_unique<sim::ScriptedUser>(f.ds, t, trial_seed(5, trial));
+  };
+  std::atomic<bool> cancel{false};
+  RunOptions options;
+  options.episode = {Track::kMultiTurn, 10};
+  options.trials = kTrials;
+  options.concurrency = 2;
+  options.cancel = &cancel;
+  options.on_progress = [&](const RunProgress& p) {
+    if (p.finished >= 10) cancel = true;
+  };
+  std::size_t first = 0;
+  {
+    RunDirectory dir = RunDirectory::open(tmp / "run", f.manifest(), false);
+    RunReport report = run_tasks(f.environment, tasks, dir, agent, user, options);
+    EXPECT_TRUE(report.cancelled);
+    EXPECT_EQ(report.progress.total, tasks.size() * kTrials);
+    first = report.progress.finished;
+    EXPECT_GE(first, 10u);
+    EXPECT_LT(first, tasks.size() * kTrials);
+  }
+  // A kill mid-write leaves half a line; the resumed run drops it and runs every missing unit once.
+  std::string half = TaskRecord{}.to_json_line();
+  test::write_text(tmp / "run" / kResultsFile, test::read_text(tmp / "run" / kResultsFile) + half.substr(0, 20));
+  log.agents.clear();
+  log.users.clear();
+  cancel = false;
+  options.on_progress = nullptr;
+  RunDirectory dir = RunDirectory::open(tmp / "run", f.manifest(), true);
+  EXPECT_EQ(dir.n_truncated(), 1u);
+  auto done_before = dir.done();
+  RunReport report = run_tasks(f.environment, tasks, dir, agent, user, options);
+  EXPECT_FALSE(report.cancelled);
+  EXPECT_EQ(report.progress.skipped, first);
+  EXPECT_EQ(report.progress.finished, tasks.size() * kTrials - first);
+  // Exactly the missing units were run: none of the done ones, none twice.
+  EXPECT_EQ(log.agents.size(), tasks.size() * kTrials - first);
+  for (const auto& [key, trial] : log.agents) {
+    EXPECT_EQ(log.agents.count({key, trial}), 1u) << key << " trial " << trial;
+    EXPECT_EQ(done_before.count({key, trial}), 0u) << key << " trial " << trial;
+  }
+  EXPECT_EQ(log.users, log.agents);
+
+  std::string text = test::read_text(tmp / "run" / kResultsFile);
+  EXPECT_EQ(static_cast<std::size_t>(std::count(text.begin(), text.end(), '\n')), tasks.size() * kTrials);
+  auto records = read_records(tmp / "run");
+  ASSERT_EQ(records.size(), tasks.size() * kTrials);
+  sort_by_task(records);
+  for (std::size_t i = 0; i < records.size(); ++i) {
+    EXPECT_EQ(records[i].id(), (RecordId{task_key(*tasks[i / kTrials]), static_cast<int>(i % kTrials)}));
+    EXPECT_TRUE(records[i].error.empty());
+  }
+}
+
+TEST(Run, TrialZeroIsTheSingleTrialRun) {
+  // The same tasks run once and three times: trial 0 of the second run is the first run, record for record.
+  Fixture f;
+  auto tasks = select_tasks(f.ds, "test", TaskRange::parse("0:9"));
+  UserMaker user = [&](const data::Task& t, int trial) {
+    return std::make_unique<sim::ScriptedUser>(f.ds, t, trial_seed(5, trial));
+  };
+  RunOptions options;
+  options.episode = {Track::kMultiTurn, 10};
+  test::TempDir tmp;
+  {
+    RunDirectory once = RunDirectory::open(tmp / "once", f.manifest(), false);
+    run_tasks(f.environment, tasks, once, echo_maker(), user, options);
+    options.trials = 3;
+    RunDirectory thrice = RunDirectory::open(tmp / "thrice", f.manifest(), false);
+    run_tasks(f.environment, tasks, thrice, echo_maker(), user, options);
+  }
+  auto zero_timings = [](std::vector<TaskRecord> records) {
+    sort_by_task(records);
+    for (auto& r : records) r.seconds_env = r.seconds_agent = 0;
+    return records;
+  };
+  auto once = zero_timings(read_records(tmp / "once"));
+  auto thrice = zero_timings(read_records(tmp / "thrice"));
+  ASSERT_EQ(thrice.size(), 3 * once.size());
+  std::size_t user_text_differs = 0;
+  for (std::size_t i = 0; i < once.size(); ++i) {
+    EXPECT_EQ(thrice[3 * i].to_json_line(), once[i].to_json_line());
+    // Later trials get other seeds: the scripted user's wording may change, the task does not.
+    EXPECT_EQ(thrice[3 * i + 1].task_key, once[i].task_key);
+    EXPECT_EQ(thrice[3 * i + 1].trial, 1);
+    for (int t : {1, 2})
+      if (thrice[3 * i + t].actions.size() > 1 && once[i].actions.size() > 1 &&
+          thrice[3 * i + t].actions[1].observation != once[i].actions[1].observation)
+        ++user_text_differs;
+  }
+  EXPECT_GT(user_text_differs, 0u) << "no trial's user reply differed from trial 0's";
 }
 
 TEST(Run, ProgressLine) {
