@@ -185,6 +185,31 @@ TEST(RenderHtml, ViewerBlobCarriesEveryRecord) {
   EXPECT_FALSE(data["tasks"][3].contains("f"));  // errored tasks are not scored
 }
 
+TEST(RenderHtml, RepeatedTrialsAreOneRowEach) {
+  TempDir dir;
+  auto m = manifest("multi");
+  auto config = Json::parse(m.config_json);
+  config["trials"] = 2;
+  m.config_json = config.dump();
+  {
+    auto run = runner::RunDirectory::open(dir / "tr", m, false);
+    for (int trial = 0; trial < 2; ++trial)
+      for (auto r : records(3)) {
+        r.trial = trial;
+        run.append(r);
+      }
+  }
+  std::string page = render_html({read_run(dir / "tr"), read_run(make_run(dir, "one", "multi", records(3)))});
+  Json data = blob(page);
+  EXPECT_EQ(data["runs"][0]["trials"], 2);
+  ASSERT_EQ(data["tasks"].size(), 9u);  // 3 tasks × 2 trials, then 3 tasks of the single-trial run
+  EXPECT_EQ(data["tasks"][0]["trial"], 0);
+  EXPECT_EQ(data["tasks"][1]["trial"], 1);  // task order, then trial
+  EXPECT_EQ(data["tasks"][1]["key"], "test/0");
+  EXPECT_FALSE(data["tasks"][6].contains("trial"));
+  EXPECT_NE(page.find("test 0:, 2 trials"), std::string::npos);
+}
+
 TEST(RenderHtml, HostileTextCannotLeaveTheDataElement) {
   TempDir dir;
   auto recs = records(3);
