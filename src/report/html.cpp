@@ -126,7 +126,7 @@ void append_runs(std::string& out, const std::vector<Run>& runs) {
 
 //! One table in the paper's Table 3 (single-turn) or Table 4 (multi-turn) layout, one row per run of that track.
 void append_score_table(std::string& out, const std::vector<Run>& runs, const std::vector<metrics::Summary>& sums,
-                        metrics::Track track, const metrics::BootstrapOptions& bootstrap) {
+                        metrics::Track track) {
   std::size_t k = n_metrics(track);
   out += fmt::format("<h3>{} track ({})</h3><table class=\"scores\"><thead><tr><th rowspan=\"2\">Method</th>",
                      track == metrics::Track::kSingleTurn ? "Single-turn" : "Multi-turn",
@@ -164,7 +164,7 @@ void append_scores(std::string& out, const std::vector<Run>& runs, const std::ve
   out += "<section id=\"scores\"><h2>Scores</h2><div class=\"scroll\">";
   for (auto track : {metrics::Track::kSingleTurn, metrics::Track::kMultiTurn})
     if (std::any_of(runs.begin(), runs.end(), [&](const Run& r) { return r.track == track; }))
-      append_score_table(out, runs, sums, track, bootstrap);
+      append_score_table(out, runs, sums, track);
   out += "</div><p class=\"note\">" + escape_html(bootstrap_note(bootstrap, "value", "tasks")) +
          " Function Acc and Res Acc as the original aggregates them (docs/metrics.md); Res Acc of reviews is a cosine "
          "similarity of the run's review embedder, comparable only between runs with the same embedder.</p></section>\n";
