@@ -18,6 +18,7 @@ packages=(
   libsqlite3-dev libcli11-dev libspdlog-dev libfmt-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   protobuf-compiler                                 # the vendored sentencepiece, built against system protobuf
+  chromium                                          # headless browser test of `pwab report`'s page
 )
 parity_packages=(default-jdk-headless liblucene8-java)
 

@@ -17,6 +17,7 @@ int run(const std::vector<std::string>& args) {
   add_search_commands(app);
   add_rec_commands(app);
   add_run_commands(app);
+  add_report_command(app);
   add_puma_commands(app);
   add_serve_command(app);
   add_version_command(app);

@@ -22,6 +22,7 @@ void add_version_command(CLI::App& app);
 void add_search_commands(CLI::App& app);
 void add_rec_commands(CLI::App& app);
 void add_run_commands(CLI::App& app);
+void add_report_command(CLI::App& app);
 //! `pwab build` and `pwab data consistency` (after add_data_commands: it extends `data`).
 void add_build_commands(CLI::App& app);
 void add_puma_commands(CLI::App& app);

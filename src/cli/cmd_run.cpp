@@ -22,6 +22,7 @@
 #include "env/backends.h"
 #include "metrics/metrics.h"
 #include "rec/recommender.h"
+#include "report/runs.h"
 #include "runner/results.h"
 #include "runner/run.h"
 #include "search/search.h"
@@ -59,10 +60,6 @@ runner::Track parse_track(const std::string& s) {
   throw UsageError("--track must be single or multi, got '" + s + "'");
 }
 
-metrics::Track metrics_track(runner::Track t) {
-  return t == runner::Track::kSingleTurn ? metrics::Track::kSingleTurn : metrics::Track::kMultiTurn;
-}
-
 std::map<std::string, std::string> parse_agent_opts(const std::vector<std::string>& opts) {
   std::map<std::string, std::string> out;
   for (const auto& o : opts) {
@@ -73,55 +70,26 @@ std::map<std::string, std::string> parse_agent_opts(const std::vector<std::strin
   return out;
 }
 
-//! The title of a run in tables: the agent and its memory, e.g. "heuristic (taskspec)".
-std::string run_title(const Json& config) {
-  std::string title = config.value("agent", std::string("run"));
-  if (config.contains("agent_config") && config["agent_config"].contains("memory"))
-    title += " (" + config["agent_config"]["memory"].get<std::string>() + ")";
-  return title;
-}
-
-metrics::Track track_of(const runner::RunManifest& m) {
-  auto config = Json::parse(m.config_json, nullptr, false);
-  if (config.is_object() && config.value("track", std::string()) == "single") return metrics::Track::kSingleTurn;
-  return metrics::Track::kMultiTurn;
-}
-
 //! Review R. Acc is a cosine of embeddings, comparable only across runs with the same embedder: say which.
-std::string embedder_note(const Json& config) {
-  return "Review similarity: " + config.value("embedder", std::string("unknown")) + " embedder.\n";
-}
+std::string embedder_note(const report::Run& run) { return "Review similarity: " + run.embedder + " embedder.\n"; }
 
-std::string render(const metrics::Summary& s, const Json& config, metrics::Track track, const std::string& format) {
-  std::string title = run_title(config);
-  if (format == "table") return metrics::format_table(s, title, track) + embedder_note(config);
-  if (format == "md") return metrics::format_markdown(s, title, track) + "\n" + embedder_note(config);
+std::string render(const metrics::Summary& s, const report::Run& run, const std::string& format) {
+  if (format == "table") return metrics::format_table(s, run.title, run.track) + embedder_note(run);
+  if (format == "md") return metrics::format_markdown(s, run.title, run.track) + "\n" + embedder_note(run);
   if (format == "csv") return metrics::format_csv(s);
   if (format == "json") return metrics::format_json(s);
   throw UsageError("--format must be table, md, csv or json, got '" + format + "'");
 }
 
-//! Every final, non-errored record of a run directory, in task order, and how many errored.
-std::vector<metrics::TaskOutcome> outcomes_of(const std::filesystem::path& dir, std::size_t* n_errored = nullptr) {
-  auto records = runner::read_records(dir);
-  runner::sort_by_task(records);
-  if (n_errored) {
-    *n_errored = 0;
-    for (const auto& r : records) *n_errored += r.error.empty() ? 0 : 1;
-  }
-  return runner::scored_outcomes(records);
-}
-
 //! Writes summary.{md,csv,json} beside the records (derived files: `pwab score` rebuilds them).
-metrics::Summary write_summaries(const std::filesystem::path& dir, const metrics::BootstrapOptions& bootstrap) {
-  auto manifest = runner::read_manifest(dir);
-  auto config = Json::parse(manifest.config_json);
-  auto summary = metrics::summarize(outcomes_of(dir), bootstrap);
-  auto track = track_of(manifest);
-  write_file_atomic(dir / "summary.md", render(summary, config, track, "md"));
+//! Returns the summary's table.
+std::string write_summaries(const std::filesystem::path& dir, const metrics::BootstrapOptions& bootstrap) {
+  auto run = report::read_run(dir);
+  auto summary = metrics::summarize(run.outcomes, bootstrap);
+  write_file_atomic(dir / "summary.md", render(summary, run, "md"));
   write_file_atomic(dir / "summary.csv", metrics::format_csv(summary));
   write_file_atomic(dir / "summary.json", metrics::format_json(summary));
-  return summary;
+  return render(summary, run, "table");
 }
 
 //! Progress on stderr, redrawn in place at most ten times a second, when stderr is a terminal.
@@ -306,8 +274,7 @@ void run_benchmark(const RunArgs& a) {
   if (report.cancelled)
     throw Error(fmt::format("interrupted after {} of {} tasks; continue with the same command plus --resume",
                             p.finished, p.total));
-  auto summary = write_summaries(a.out, {});
-  std::cout << render(summary, config, metrics_track(track), "table");
+  std::cout << write_summaries(a.out, {});
   if (p.errored)
     throw Error(fmt::format("{} tasks errored (see `error` in results.jsonl); rerun with --resume to retry them",
                             p.errored));
@@ -367,15 +334,13 @@ void add_run_commands(CLI::App& app) {
                     "With trials: a trial passes at F = 1, R > 0 and R >= T; T or TYPE=T,... (default " +
                         metrics::PassRule{}.to_string() + ")");
   score->callback([s] {
-    auto manifest = runner::read_manifest(s->dir);
-    std::size_t errored = 0;
-    auto outcomes = outcomes_of(s->dir, &errored);
+    auto run = report::read_run(s->dir);
     auto rule = s->pass_threshold.empty() ? metrics::PassRule{} : metrics::PassRule::parse(s->pass_threshold);
-    auto summary = metrics::summarize(outcomes, {s->resamples, s->confidence, s->seed}, rule);
-    auto config = Json::parse(manifest.config_json);
-    std::cout << render(summary, config, track_of(manifest), s->format);
-    if (errored)
-      std::cerr << fmt::format("pwab: {} errored tasks are not scored; `pwab run ... --resume` retries them\n", errored);
+    auto summary = metrics::summarize(run.outcomes, {s->resamples, s->confidence, s->seed}, rule);
+    std::cout << render(summary, run, s->format);
+    if (run.n_errored)
+      std::cerr << fmt::format("pwab: {} errored tasks are not scored; `pwab run ... --resume` retries them\n",
+                               run.n_errored);
   });
 
   struct CompareArgs {
@@ -390,14 +355,13 @@ void add_run_commands(CLI::App& app) {
   compare->add_option("--bootstrap", c->resamples, "Bootstrap resamples")->capture_default_str();
   compare->add_option("--seed", c->seed, "Bootstrap seed")->capture_default_str();
   compare->callback([c] {
-    auto ma = runner::read_manifest(c->a), mb = runner::read_manifest(c->b);
-    if (ma.dataset_fingerprint != mb.dataset_fingerprint)
+    auto ra = report::read_run(c->a), rb = report::read_run(c->b);
+    if (ra.manifest.dataset_fingerprint != rb.manifest.dataset_fingerprint)
       std::cerr << "pwab: warning: the runs used different datasets; only tasks with the same key are paired\n";
-    auto ca = Json::parse(ma.config_json), cb = Json::parse(mb.config_json);
-    if (ca.value("embedder", "") != cb.value("embedder", ""))
+    if (ra.embedder != rb.embedder)
       std::cerr << "pwab: warning: the runs used different embedders, so review R. Acc is not comparable\n";
-    auto cmp = metrics::compare(outcomes_of(c->a), outcomes_of(c->b), {c->resamples, 0.95, c->seed});
-    std::cout << metrics::format_comparison(cmp, run_title(ca) + " [A]", run_title(cb) + " [B]");
+    auto cmp = metrics::compare(ra.outcomes, rb.outcomes, {c->resamples, 0.95, c->seed});
+    std::cout << metrics::format_comparison(cmp, ra.title + " [A]", rb.title + " [B]");
   });
 
   struct MergeArgs {
@@ -411,9 +375,7 @@ void add_run_commands(CLI::App& app) {
   merge->callback([m] {
     std::vector<std::filesystem::path> dirs(m->shards.begin(), m->shards.end());
     runner::merge_runs(dirs, m->out);
-    auto summary = write_summaries(m->out, {});
-    auto manifest = runner::read_manifest(m->out);
-    std::cout << render(summary, Json::parse(manifest.config_json), track_of(manifest), "table");
+    std::cout << write_summaries(m->out, {});
   });
 
   auto* list = app.add_subcommand("agents", "List the agents and the paper row each reproduces");

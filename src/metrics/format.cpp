@@ -91,9 +91,6 @@ std::string trials_note(const Summary& s) {
       s.trials.max_trials, s.trials.rule.to_string());
 }
 
-std::string cell_text(const Cell& c) { return fmt::format("{:.3f} [{:.2f}, {:.2f}]", c.value, c.ci_low, c.ci_high); }
-std::string diff_text(const Cell& c) { return fmt::format("{:+.3f} [{:.2f}, {:.2f}]", c.value, c.ci_low, c.ci_high); }
-
 std::string method_note(const BootstrapOptions& o, std::string_view over) {
   return fmt::format("percentile bootstrap over {} ({} resamples, seed {})", over, o.resamples, o.seed);
 }
@@ -138,6 +135,9 @@ void append_aligned(std::string& out, const std::vector<std::vector<std::string>
 
 }  // namespace
 
+std::string format_cell(const Cell& c) { return fmt::format("{:.3f} [{:.2f}, {:.2f}]", c.value, c.ci_low, c.ci_high); }
+std::string format_diff(const Cell& c) { return fmt::format("{:+.3f} [{:.2f}, {:.2f}]", c.value, c.ci_low, c.ci_high); }
+
 std::string format_table(const Summary& summary, std::string_view title, Track track) {
   auto groups = groups_of(summary);
   std::size_t k = n_metrics(track);
@@ -148,7 +148,7 @@ std::string format_table(const Summary& summary, std::string_view title, Track t
   for (std::size_t g = 0; g < groups.size(); ++g) {
     std::size_t span = 0;
     for (std::size_t m = 0; m < k; ++m) {
-      cells[g].push_back(cell_text(groups[g].group->*kMetrics[m].cell));
+      cells[g].push_back(format_cell(groups[g].group->*kMetrics[m].cell));
       widths[g].push_back(std::max(cells[g].back().size(), kMetrics[m].display.size()));
       span += widths[g].back() + (m > 0 ? 2 : 0);
     }
@@ -190,7 +190,7 @@ std::string format_table(const Summary& summary, std::string_view title, Track t
     std::vector<std::vector<std::string>> rows = {{"", "Search", "Recommendation", "Review", "Overall"}};
     for (const TrialMetric& m : trial_metrics(summary)) {
       rows.push_back({m.display});
-      for (const Cell& c : m.cells) rows.back().push_back(cell_text(c));
+      for (const Cell& c : m.cells) rows.back().push_back(format_cell(c));
     }
     out += "\n";
     append_aligned(out, rows);
@@ -207,7 +207,7 @@ std::string format_markdown(const Summary& summary, std::string_view title, Trac
     for (std::size_t m = 0; m < k; ++m) {
       header += fmt::format(" {} {} |", g.display, kMetrics[m].display);
       rule += "---|";
-      row += " " + cell_text(g.group->*kMetrics[m].cell) + " |";
+      row += " " + format_cell(g.group->*kMetrics[m].cell) + " |";
     }
   }
   std::string out = header + "\n" + rule + "\n" + row + "\n\n";
@@ -223,7 +223,7 @@ std::string format_markdown(const Summary& summary, std::string_view title, Trac
     out += "\n| Trials | Search | Recommendation | Review | Overall |\n|---|---|---|---|---|\n";
     for (const TrialMetric& m : trial_metrics(summary)) {
       out += "| " + m.display + " |";
-      for (const Cell& c : m.cells) out += " " + cell_text(c) + " |";
+      for (const Cell& c : m.cells) out += " " + format_cell(c) + " |";
       out += "\n";
     }
     out += "\n" + trials_note(summary);
@@ -331,7 +331,7 @@ std::string format_comparison(const Comparison& c, std::string_view name_a, std:
     for (const auto& [metric, member] : metrics) {
       const DiffCell& d = group->*member;
       rows.push_back({std::string(name), std::to_string(group->n_paired), std::string(metric),
-                      fmt::format("{:.3f}", d.a), fmt::format("{:.3f}", d.b), diff_text(d.diff)});
+                      fmt::format("{:.3f}", d.a), fmt::format("{:.3f}", d.b), format_diff(d.diff)});
     }
   }
   append_aligned(out, rows);

@@ -169,6 +169,11 @@ Comparison compare(const std::vector<TaskOutcome>& a, const std::vector<TaskOutc
 //! as in the paper's Tables 3 and 4. CSV and JSON always carry every metric.
 enum class Track { kSingleTurn, kMultiTurn };
 
+//! One cell as every table rendering shows it: "0.647 [0.61, 0.68]" (value to 3 decimals, interval to 2).
+std::string format_cell(const Cell& cell);
+//! A difference as format_comparison shows it: "+0.012 [-0.01, 0.03]".
+std::string format_diff(const Cell& cell);
+
 //! The paper's Table 3/4 layout as aligned plain text: one row named `title`, columns Search /
 //! Recommendation / Review / Overall, each with Function Acc and Res Acc (and Avg. Steps for multi-turn);
 //! cells read "0.647 [0.61, 0.68]" (value to 3 decimals, interval to 2). With trials.max_trials > 1, every

@@ -1,0 +1,64 @@
+// `pwab report`: one self-contained HTML page over run directories: scores, charts, the paired comparison and a
+// trajectory viewer (src/report/report.h, docs/report.md).
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <iostream>
+
+#include "cli/cli.h"
+#include "core/error.h"
+#include "core/sys.h"
+#include "report/report.h"
+
+namespace pwab::cli {
+
+void add_report_command(CLI::App& app) {
+  struct ReportArgs {
+    std::vector<std::string> dirs;
+    std::string out, title = "pwab report";
+    int resamples = 1000;
+    double confidence = 0.95;
+    uint64_t seed = 1;
+    std::size_t max_observation = 2000;
+    double failed_below = 0.5;
+    bool quiet = false;
+  };
+  auto a = std::make_shared<ReportArgs>();
+  auto* cmd = app.add_subcommand("report", "Write one self-contained HTML page: scores, charts, comparison, trajectories");
+  cmd->add_option("run_dirs", a->dirs, "Run directories (the first is the baseline of the paired comparison)")
+      ->required();
+  cmd->add_option("--out", a->out, "The HTML file to write")->required();
+  cmd->add_option("--title", a->title, "Page title")->capture_default_str();
+  // The same defaults as `pwab score`, so the page's numbers are the ones it prints.
+  cmd->add_option("--bootstrap", a->resamples, "Bootstrap resamples (0 = no intervals)")->capture_default_str()
+      ->check(CLI::Range(0, 1000000));
+  cmd->add_option("--confidence", a->confidence, "Interval level")->capture_default_str()->check(CLI::Range(0.5, 0.999));
+  cmd->add_option("--seed", a->seed, "Bootstrap seed")->capture_default_str();
+  cmd->add_option("--max-observation", a->max_observation,
+                  "Cut observations longer than this many bytes in the page (0 = keep whole)")
+      ->capture_default_str();
+  cmd->add_option("--failed-below", a->failed_below, "The viewer's default 'failed' threshold on R")
+      ->capture_default_str()->check(CLI::Range(0.0, 1.0));
+  cmd->add_flag("--quiet", a->quiet, "No summary line on stderr");
+  cmd->callback([a] {
+    Stopwatch clock;
+    std::vector<report::Run> runs;
+    for (const auto& d : a->dirs) runs.push_back(report::read_run(d));
+    report::ReportOptions options;
+    options.title = a->title;
+    options.bootstrap = {a->resamples, a->confidence, a->seed};
+    options.max_observation_chars = a->max_observation;
+    options.failed_below = a->failed_below;
+    options.generated_utc = utc_now_iso();
+    std::string page = report::render_html(runs, options);
+    write_file_atomic(a->out, page);
+    if (!a->quiet) {
+      std::size_t n = 0;
+      for (const auto& r : runs) n += r.records.size();
+      std::cerr << fmt::format("pwab: wrote {} ({:.1f} MB; {} runs, {} tasks) in {:.2f} s\n", a->out,
+                               static_cast<double>(page.size()) / 1e6, runs.size(), n, clock.seconds());
+    }
+  });
+}
+
+}  // namespace pwab::cli

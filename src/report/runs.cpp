@@ -1,0 +1,57 @@
+// src/report/runs.cpp: reading a run directory for scoring and reports.
+#include "report/runs.h"
+
+#include <nlohmann/json.hpp>
+
+#include "runner/results.h"
+
+namespace pwab::report {
+namespace {
+
+using Json = nlohmann::json;
+
+//! The manifest's config as an object (an empty one when it is not valid JSON: older or hand-made runs).
+Json config_of(const runner::RunManifest& manifest) {
+  auto config = Json::parse(manifest.config_json, nullptr, false);
+  return config.is_object() ? config : Json::object();
+}
+
+}  // namespace
+
+std::string run_title(const runner::RunManifest& manifest) {
+  auto config = config_of(manifest);
+  std::string title = config.contains("agent") && config["agent"].is_string() ? config["agent"].get<std::string>()
+                                                                             : std::string("run");
+  if (config.contains("agent_config") && config["agent_config"].is_object() &&
+      config["agent_config"].contains("memory") && config["agent_config"]["memory"].is_string())
+    title += " (" + config["agent_config"]["memory"].get<std::string>() + ")";
+  return title;
+}
+
+metrics::Track run_track(const runner::RunManifest& manifest) {
+  auto config = config_of(manifest);
+  if (config.value("track", Json("")) == "single") return metrics::Track::kSingleTurn;
+  return metrics::Track::kMultiTurn;
+}
+
+std::string run_embedder(const runner::RunManifest& manifest) {
+  auto config = config_of(manifest);
+  auto it = config.find("embedder");
+  return it != config.end() && it->is_string() ? it->get<std::string>() : std::string("unknown");
+}
+
+Run read_run(const std::filesystem::path& dir) {
+  Run run;
+  run.dir = dir;
+  run.manifest = runner::read_manifest(dir);
+  run.title = run_title(run.manifest);
+  run.track = run_track(run.manifest);
+  run.embedder = run_embedder(run.manifest);
+  run.records = runner::read_records(dir);
+  runner::sort_by_task(run.records);
+  for (const auto& r : run.records) run.n_errored += r.error.empty() ? 0 : 1;
+  run.outcomes = runner::scored_outcomes(run.records);
+  return run;
+}
+
+}  // namespace pwab::report

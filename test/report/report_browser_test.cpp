@@ -1,0 +1,374 @@
+// `pwab report` as the real binary on real runs (mini dataset, heuristic agent, both tracks), loaded in headless
+// Chromium (Debian's `chromium` package): a screenshot is taken and is not blank, the page loads with no console
+// errors (seen two ways: Chromium's console log on stderr, and the page's own error banner in the DOM), the
+// numbers shown after the scripts ran equal `pwab score` and `pwab compare`, the viewer's filters and trajectory
+// pane work when driven by a script, and hostile record text stays text. Negative controls prove the error
+// detection catches a broken page. Skips when chromium is not installed.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <sstream>
+#include <nlohmann/json.hpp>
+#include <regex>
+
+#include "support/test_support.h"
+#include "page_text.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using Json = nlohmann::json;
+using pwab::test::metric_text;
+using pwab::test::read_text;
+using pwab::test::TempDir;
+using pwab::test::write_text;
+
+int run_binary(const std::string& args, std::string* output = nullptr, std::string* errors = nullptr) {
+  TempDir out_dir;
+  std::string cmd = std::string(PWAB_BINARY) + " " + args + " > " + (out_dir / "out").string() + " 2> " +
+                    (out_dir / "err").string();
+  int status = std::system(cmd.c_str());
+  if (output) *output = read_text(out_dir / "out");
+  if (errors) *errors = read_text(out_dir / "err");
+  return WEXITSTATUS(status);
+}
+
+std::string chromium_binary() {
+  for (const char* p : {"/usr/bin/chromium", "/usr/bin/chromium-browser"})
+    if (fs::exists(p)) return p;
+  return {};
+}
+
+//! What headless Chromium left behind for one page.
+struct PageLoad {
+  int status = -1;
+  std::string dom;                    //!< --dump-dom: the DOM after the page's scripts ran
+  std::vector<std::string> console;  //!< console messages and uncaught errors from the log on stderr
+};
+
+//! Loads `page` (with an optional #fragment) in a fresh headless Chromium profile. The flags keep it off the
+//! network and away from services this machine does not have.
+PageLoad load_page(const fs::path& page, const std::string& fragment = "", const std::string& extra_flags = "--dump-dom") {
+  TempDir profile;
+  std::string cmd = chromium_binary() +
+                    " --headless --no-sandbox --disable-gpu --disable-quic --no-first-run"
+                    " --disable-background-networking --disable-component-update --disable-sync"
+                    " --enable-logging=stderr --v=0 --user-data-dir=" +
+                    (profile / "profile").string() + " " + extra_flags + " 'file://" + fs::absolute(page).string() +
+                    fragment + "' > " + (profile / "out").string() + " 2> " + (profile / "err").string();
+  PageLoad load;
+  load.status = WEXITSTATUS(std::system(cmd.c_str()));
+  load.dom = read_text(profile / "out");
+  std::istringstream log(read_text(profile / "err"));
+  for (std::string line; std::getline(log, line);)
+    if (line.find(":CONSOLE") != std::string::npos) load.console.push_back(line);
+  return load;
+}
+
+//! The messages in the page's #console-errors banner (its error hook writes each one as a div).
+std::vector<std::string> banner_errors(const std::string& dom) {
+  std::vector<std::string> out;
+  std::regex re("<div class=\"console-error\">([^<]*)</div>");
+  for (auto it = std::sregex_iterator(dom.begin(), dom.end(), re); it != std::sregex_iterator(); ++it)
+    out.push_back((*it)[1].str());
+  return out;
+}
+
+std::string cell(const Json& c) {
+  char buf[96];
+  std::snprintf(buf, sizeof buf, "%.3f [%.2f, %.2f]", c["value"].get<double>(), c["ci_low"].get<double>(),
+                c["ci_high"].get<double>());
+  return buf;
+}
+
+//! Text as Chromium's DOM dump serializes it.
+std::string html_text(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '&') out += "&amp;";
+    else if (c == '<') out += "&lt;";
+    else if (c == '>') out += "&gt;";
+    else out += c;
+  }
+  return out;
+}
+
+//! The records of a run in task order ("test/N" by N), as the report lists them (the file has them in the order
+//! the workers finished).
+std::vector<Json> records_of(const fs::path& run) {
+  std::vector<Json> out;
+  std::istringstream in(read_text(run / "results.jsonl"));
+  for (std::string line; std::getline(in, line);)
+    if (!line.empty()) out.push_back(Json::parse(line));
+  auto index = [](const Json& r) { return std::stoi(r["task"].get<std::string>().substr(5)); };
+  std::sort(out.begin(), out.end(), [&](const Json& a, const Json& b) { return index(a) < index(b); });
+  return out;
+}
+
+void expect_clean(const PageLoad& load) {
+  EXPECT_EQ(load.status, 0);
+  EXPECT_TRUE(load.console.empty()) << load.console.front();
+  auto banner = banner_errors(load.dom);
+  EXPECT_TRUE(banner.empty()) << banner.front();
+  EXPECT_NE(load.dom.find("data-viewer=\"ready\""), std::string::npos) << "the viewer script did not finish";
+}
+
+//! Three runs on the mini dataset (single-turn with and without memory, a multi-turn slice) and their report.
+class ReportBrowser : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    if (chromium_binary().empty()) return;
+    dir_ = new TempDir;
+    std::string data = (*dir_ / "mini").string(), err;
+    ASSERT_EQ(run_binary("data synth --out " + data + " --scale mini --seed 2"), 0);
+    ASSERT_EQ(run_binary("rec train " + data + " --epochs 3 --eval-every 0"), 0);
+    const std::string run = "run --quiet --data " + data + " --agent heuristic --tasks 0:60 ";
+    ASSERT_EQ(run_binary(run + "--out " + path("st"), nullptr, &err), 0) << err;
+    ASSERT_EQ(run_binary(run + "--memory none --out " + path("st-none"), nullptr, &err), 0) << err;
+    ASSERT_EQ(run_binary("run --quiet --data " + data + " --agent heuristic --track multi --tasks 0:20 --out " +
+                             path("mt"),
+                         nullptr, &err),
+              0)
+        << err;
+    ASSERT_EQ(run_binary("report " + path("st") + " " + path("st-none") + " " + path("mt") + " --out " +
+                             path("report.html"),
+                         nullptr, &err),
+              0)
+        << err;
+  }
+  static void TearDownTestSuite() { delete dir_; }
+  void SetUp() override {
+    if (chromium_binary().empty()) GTEST_SKIP() << "chromium is not installed (scripts/install-deps.sh installs it)";
+  }
+  static std::string path(const std::string& name) { return (*dir_ / name).string(); }
+
+  static TempDir* dir_;
+};
+TempDir* ReportBrowser::dir_ = nullptr;
+
+//! A 1280×2000 screenshot of `page`: checks it is a PNG of that size with more in it than a blank page, and
+//! copies it to $PWAB_REPORT_SCREENSHOT<suffix>.png when that is set (to look at it).
+void expect_screenshot(const fs::path& page, const std::string& fragment, const fs::path& png,
+                       const std::string& suffix) {
+  auto load = load_page(page, fragment, "--screenshot=" + png.string() + " --window-size=1280,2000 --hide-scrollbars");
+  ASSERT_EQ(load.status, 0);
+  ASSERT_TRUE(fs::exists(png));
+  std::string bytes = read_text(png);
+  ASSERT_GT(bytes.size(), 24u);
+  EXPECT_EQ(bytes.substr(1, 3), "PNG");
+  auto be32 = [&](std::size_t at) {
+    return (static_cast<uint32_t>(static_cast<unsigned char>(bytes[at])) << 24) |
+           (static_cast<unsigned char>(bytes[at + 1]) << 16) | (static_cast<unsigned char>(bytes[at + 2]) << 8) |
+           static_cast<unsigned char>(bytes[at + 3]);
+  };
+  EXPECT_EQ(be32(16), 1280u);  // IHDR width and height
+  EXPECT_EQ(be32(20), 2000u);
+  // A blank 1280×2000 page compresses to a few kB; tables, charts or a trajectory take far more.
+  EXPECT_GT(bytes.size(), 60000u) << png << " looks blank";
+  if (const char* keep = std::getenv("PWAB_REPORT_SCREENSHOT"))
+    fs::copy_file(png, std::string(keep) + suffix + ".png", fs::copy_options::overwrite_existing);
+}
+
+TEST_F(ReportBrowser, ScreenshotsAreNotBlank) {
+  // The top of the page: runs, tables, charts, comparison.
+  expect_screenshot(path("report.html"), "", *dir_ / "top.png", "");
+  // A link to a trajectory, on a copy of the page showing only the viewer (a link scrolls to the viewer, and
+  // headless screenshots of a scrolled page leave the part above the scroll position unpainted).
+  std::string page = read_text(path("report.html"));
+  page.insert(page.find("</head>"), "<style>header, #runs, #scores, #charts, #comparison { display: none; }</style>");
+  write_text(*dir_ / "viewer-only.html", page);
+  expect_screenshot(*dir_ / "viewer-only.html", "#task=R3%3Atest%2F0", *dir_ / "trajectory.png", "-trajectory");
+}
+
+TEST_F(ReportBrowser, LoadsWithoutConsoleErrors) {
+  auto load = load_page(path("report.html"));
+  expect_clean(load);
+  std::size_t total = records_of(path("st")).size() + records_of(path("st-none")).size() + records_of(path("mt")).size();
+  EXPECT_NE(load.dom.find("data-matching=\"" + std::to_string(total) + "\""), std::string::npos);
+}
+
+TEST_F(ReportBrowser, NumbersEqualPwabScore) {
+  auto load = load_page(path("report.html"));
+  expect_clean(load);
+  const std::pair<std::string, std::string> runs[] = {{"R1", "st"}, {"R2", "st-none"}, {"R3", "mt"}};
+  for (const auto& [id, name] : runs) {
+    std::string json, err;
+    ASSERT_EQ(run_binary("score " + path(name) + " --format json", &json, &err), 0) << err;
+    auto score = Json::parse(json);
+    for (const char* group : {"search", "recommend", "review", "overall"}) {
+      const Json& g = score["groups"][group];
+      for (const char* metric : {"f_acc", "r_acc", "avg_steps"}) {
+        std::string key = id + "." + group + "." + metric;
+        if (std::string(metric) == "avg_steps" && name != "mt") {
+          EXPECT_EQ(metric_text(load.dom, key), "") << key << ": single-turn tables have no steps";
+          continue;
+        }
+        EXPECT_EQ(metric_text(load.dom, key), cell(g[metric])) << key;
+      }
+      EXPECT_EQ(metric_text(load.dom, id + "." + group + ".n_tasks"), "n = " + std::to_string(g["n_tasks"].get<int>()));
+    }
+  }
+  // The paired comparison: each cell appears in `pwab compare R1 R2`'s row of the same group and metric.
+  std::string cmp, err;
+  ASSERT_EQ(run_binary("compare " + path("st") + " " + path("st-none"), &cmp, &err), 0) << err;
+  const std::pair<std::string, std::string> groups[] = {
+      {"search", "Search"}, {"recommend", "Recommendation"}, {"review", "Review"}, {"overall", "Overall"}};
+  const std::pair<std::string, std::string> metrics[] = {{"f_acc", "Function Acc"}, {"r_acc", "Res Acc"}};
+  for (const auto& [gid, gname] : groups)
+    for (const auto& [mid, mname] : metrics) {
+      std::string shown = metric_text(load.dom, "cmp.R2." + gid + "." + mid);
+      ASSERT_FALSE(shown.empty()) << gid << " " << mid;
+      std::regex row(gname + R"(\s+\d+\s+)" + mname + R"(\s+\S+\s+\S+\s+)" +
+                     std::regex_replace(shown, std::regex(R"([\[\].+])"), R"(\$&)"));
+      EXPECT_TRUE(std::regex_search(cmp, row)) << gname << " " << mname << " " << shown << "\n" << cmp;
+    }
+}
+
+TEST_F(ReportBrowser, FragmentOpensATrajectory) {
+  auto records = records_of(path("mt"));
+  ASSERT_FALSE(records.empty());
+  const Json& rec = records.front();
+  std::string key = rec["task"];
+  auto load = load_page(path("report.html"), "#task=R3%3A" + std::regex_replace(key, std::regex("/"), "%2F"));
+  expect_clean(load);
+  EXPECT_NE(load.dom.find("data-task=\"R3:" + key + "\""), std::string::npos);
+  EXPECT_NE(load.dom.find(html_text(rec["instruction"])), std::string::npos);
+  auto detail = load.dom.substr(load.dom.find("id=\"task-detail\""));
+  std::size_t steps = 0;
+  for (auto p = detail.find("class=\"step\""); p != std::string::npos; p = detail.find("class=\"step\"", p + 1)) ++steps;
+  EXPECT_EQ(steps, rec["actions"].size());
+  EXPECT_NE(detail.find("User reply"), std::string::npos) << "the multi-turn heuristic asks the user";
+}
+
+//! The viewer driven like a user would: a script appended to a copy of the page sets filters and clicks, then
+//! writes what the page shows into #test-results; the expectations are computed here from the records.
+TEST_F(ReportBrowser, FiltersAndClicksWork) {
+  std::string page = read_text(path("report.html"));
+  const std::string driver = R"(<script>
+(function () {
+  var out = {};
+  function set(id, value) {
+    var e = document.getElementById(id);
+    if (e.type === 'checkbox') e.checked = value; else e.value = value;
+    e.dispatchEvent(new Event(e.type === 'search' ? 'input' : 'change'));
+  }
+  function matching() { return Number(document.getElementById('task-count').dataset.matching); }
+  set('filter-run', '0'); out.run0 = matching();
+  set('filter-failed', true); out.run0_failed = matching();
+  set('filter-below', '0.9'); out.run0_failed_09 = matching();
+  set('filter-failed', false); set('filter-below', '0.5'); set('filter-run', 'all');
+  set('filter-type', 'review'); out.review = matching();
+  set('filter-type', 'all');
+  set('filter-text', 'NO-SUCH-TEXT-ANYWHERE'); out.none = matching();
+  set('filter-text', '');
+  document.querySelector('#task-list tr').click();
+  out.clicked = document.getElementById('task-detail').dataset.task;
+  document.dispatchEvent(new KeyboardEvent('keydown', {key: 'j'}));
+  out.after_j = document.getElementById('task-detail').dataset.task;
+  out.hash = decodeURIComponent(location.hash);
+  var pre = document.createElement('pre');
+  pre.id = 'test-results';
+  pre.textContent = JSON.stringify(out);
+  document.body.appendChild(pre);
+})();
+</script>)";
+  auto at = page.rfind("</body>");
+  ASSERT_NE(at, std::string::npos);
+  page.insert(at, driver);
+  fs::path driven = *dir_ / "driven.html";
+  write_text(driven, page);
+  auto load = load_page(driven);
+  expect_clean(load);
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(load.dom, m, std::regex("<pre id=\"test-results\">([^<]*)</pre>"))) << load.dom.size();
+  auto got = Json::parse(std::regex_replace(m[1].str(), std::regex("&quot;"), "\""));
+
+  // Failed = errored, or the task's F = 0, or its R below the threshold (§3.2 per-task score: the best valid
+  // attempt). The heuristic's records: F = 1 on a right-function attempt.
+  auto task_score = [](const Json& r) {
+    double f = 0, best = -1;
+    for (const auto& a : r["attempts"])
+      if (a[0].get<double>() == 1 && a[1].get<double>() > best) best = a[1].get<double>(), f = 1;
+    return std::pair<double, double>(f, f ? best : 0);
+  };
+  auto st = records_of(path("st"));
+  int failed05 = 0, failed09 = 0, reviews = 0;
+  for (const auto& r : st) {
+    auto [f, score] = task_score(r);
+    bool err = r.contains("error") && !r["error"].get<std::string>().empty();
+    failed05 += err || f == 0 || score < 0.5;
+    failed09 += err || f == 0 || score < 0.9;
+  }
+  for (const char* name : {"st", "st-none", "mt"})
+    for (const auto& r : records_of(path(name))) reviews += r["type"] == "review";
+  EXPECT_EQ(got["run0"], st.size());
+  EXPECT_EQ(got["run0_failed"], failed05);
+  EXPECT_EQ(got["run0_failed_09"], failed09);
+  EXPECT_GE(failed09, failed05);
+  EXPECT_EQ(got["review"], reviews);
+  EXPECT_EQ(got["none"], 0);
+  EXPECT_EQ(got["clicked"], "R1:" + st[0]["task"].get<std::string>());
+  EXPECT_EQ(got["after_j"], "R1:" + st[1]["task"].get<std::string>());
+  EXPECT_EQ(got["hash"], "#task=R1:" + st[1]["task"].get<std::string>());
+}
+
+TEST_F(ReportBrowser, HostileRecordTextStaysText) {
+  // A copy of the single-turn run whose first instruction tries to end the data element and run a script.
+  fs::path hostile = *dir_ / "hostile";
+  pwab::test::copy_dir(path("st"), hostile);
+  auto records = records_of(hostile);
+  const std::string text = "</script><script>document.title='pwned'</script><!-- \u2028 \u2029 & done";
+  records[0]["instruction"] = text;
+  std::string jsonl;
+  for (const auto& r : records) jsonl += r.dump() + "\n";
+  write_text(hostile / "results.jsonl", jsonl);
+  std::string err;
+  ASSERT_EQ(run_binary("report " + hostile.string() + " --title 'A <b>bold</b> title' --out " +
+                           (*dir_ / "hostile.html").string(),
+                       nullptr, &err),
+            0)
+      << err;
+  std::string key = records[0]["task"];
+  auto load = load_page(*dir_ / "hostile.html", "#task=R1%3A" + std::regex_replace(key, std::regex("/"), "%2F"));
+  expect_clean(load);
+  EXPECT_EQ(load.dom.find("pwned</title>"), std::string::npos);
+  EXPECT_NE(load.dom.find("<title>A &lt;b&gt;bold&lt;/b&gt; title</title>"), std::string::npos);
+  EXPECT_NE(load.dom.find("&lt;/script&gt;&lt;script&gt;document.title='pwned'&lt;/script&gt;&lt;!--"), std::string::npos);
+}
+
+//! Negative controls: the same checks on broken pages do report the errors, on both channels.
+TEST_F(ReportBrowser, BrokenPagesAreDetected) {
+  // The report with its data blob cut short: JSON.parse throws in the viewer.
+  std::string page = read_text(path("report.html"));
+  auto blob = page.find("id=\"pwab-data\">");
+  ASSERT_NE(blob, std::string::npos);
+  page.erase(blob + 40, page.find("</script>", blob) - (blob + 40));
+  write_text(*dir_ / "broken.html", page);
+  auto load = load_page(*dir_ / "broken.html");
+  EXPECT_FALSE(load.console.empty());
+  ASSERT_FALSE(banner_errors(load.dom).empty());
+  EXPECT_NE(banner_errors(load.dom).front().find("JSON"), std::string::npos) << banner_errors(load.dom).front();
+  EXPECT_EQ(load.dom.find("data-viewer=\"ready\""), std::string::npos);
+
+  // A deliberate reference error and a console.error call, after the report's own scripts.
+  page = read_text(path("report.html"));
+  page.insert(page.rfind("</body>"), "<script>console.error('deliberate'); notDefinedAnywhere();</script>");
+  write_text(*dir_ / "error.html", page);
+  load = load_page(*dir_ / "error.html");
+  EXPECT_EQ(load.console.size(), 2u);
+  auto banner = banner_errors(load.dom);
+  ASSERT_EQ(banner.size(), 2u);
+  EXPECT_NE(banner[0].find("deliberate"), std::string::npos);
+  EXPECT_NE(banner[1].find("notDefinedAnywhere"), std::string::npos);
+}
+
+TEST_F(ReportBrowser, BadInputIsAClearError) {
+  std::string err;
+  EXPECT_EQ(run_binary("report " + path("nowhere") + " --out " + path("x.html"), nullptr, &err), 1);
+  EXPECT_NE(err.find("manifest.json"), std::string::npos) << err;
+  EXPECT_EQ(run_binary("report " + path("st"), nullptr, &err), 2);  // --out is required
+  EXPECT_FALSE(fs::exists(path("x.html")));
+}
+
+}  // namespace
