@@ -95,6 +95,8 @@ class ServeProcess {
 class McpSdk : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
+    skip_reason_ = missing_prerequisite();
+    if (!skip_reason_.empty()) return;
     dir_ = new TempDir;
     data_ = (*dir_ / "mini").string();
     ASSERT_EQ(run_command(std::string(PWAB_BINARY) + " data synth --out " + data_ + " --scale mini --seed 3"), 0);
@@ -110,8 +112,9 @@ class McpSdk : public ::testing::Test {
     delete dir_;
   }
   void SetUp() override {
-    if (std::string why = missing_prerequisite(); !why.empty()) GTEST_SKIP() << why;
-    ASSERT_GT(server_->port(), 0) << "pwab serve did not start:\n" << pwab::test::read_text(*dir_ / "serve.log");
+    if (!skip_reason_.empty()) GTEST_SKIP() << skip_reason_;
+    ASSERT_TRUE(server_ != nullptr && server_->port() > 0)
+        << "pwab serve did not start:\n" << pwab::test::read_text(*dir_ / "serve.log");
   }
 
   static std::string task_key(pwab::data::TaskType type, std::size_t skip = 0) {
@@ -236,11 +239,13 @@ class McpSdk : public ::testing::Test {
     EXPECT_NE(user_reply.rfind("Error", 0), 0u) << user_reply;
   }
 
+  static std::string skip_reason_;
   static TempDir* dir_;
   static std::string data_;
   static pwab::data::Dataset* ds_;
   static ServeProcess* server_;
 };
+std::string McpSdk::skip_reason_;
 TempDir* McpSdk::dir_ = nullptr;
 std::string McpSdk::data_;
 pwab::data::Dataset* McpSdk::ds_ = nullptr;
