@@ -172,14 +172,16 @@ TEST_F(McpProtocol, ToolSchemasComeFromTheEnvironmentsTools) {
   EXPECT_EQ(by_name["respond"]["inputSchema"]["required"], json::array({"episode_id", "content"}));
   for (const auto& spec : env::tool_specs()) {
     ASSERT_TRUE(by_name.count(std::string(spec.name))) << spec.name;
-    const json& schema = by_name[std::string(spec.name)]["inputSchema"];
+    json& schema = by_name[std::string(spec.name)]["inputSchema"];
     EXPECT_EQ(by_name[std::string(spec.name)]["description"], spec.description);
     json required = json::array({"episode_id"});
     for (const auto& p : spec.params) {
       required.push_back(p.name);
-      const json& prop = schema["properties"][std::string(p.name)];
+      json& prop = schema["properties"][std::string(p.name)];
       EXPECT_EQ(prop["type"], p.type == env::ParamType::kString ? "string" : "array") << spec.name;
-      if (p.type == env::ParamType::kStringArray) EXPECT_EQ(prop["items"]["type"], "string");
+      if (p.type == env::ParamType::kStringArray) {
+        EXPECT_EQ(prop["items"]["type"], "string");
+      }
     }
     EXPECT_EQ(schema["required"], required) << spec.name;
   }
@@ -191,7 +193,7 @@ TEST_F(McpProtocol, ASingleTurnEpisodeMatchesTheServiceItself) {
   const std::string key = task_key(data::TaskType::kReview);
   json started = call("start_episode", {{"task", key}, {"track", "single"}});
   ASSERT_FALSE(started["isError"].get<bool>()) << started.dump();
-  const json& start = started["structuredContent"];
+  json& start = started["structuredContent"];
   const std::string id = start["episode_id"];
   EXPECT_EQ(json::parse(started["content"][0]["text"].get<std::string>()), start);  // the text is the same JSON
   EXPECT_FALSE(start.contains("tools"));  // tools/list already has them
