@@ -162,7 +162,7 @@ void run_benchmark(const RunArgs& a) {
   auto tasks = runner::select_tasks(ds, a.split, range, shard_index, shard_count);
 
   // Services: BM25 index, SASRec, the embedder shared by rewards and memory retrieval.
-  EnvServices services = open_env_services(ds, a.data, a.index_dir, a.checkpoint);
+  EnvServices services = open_env_services(ds, a.data, a.index_dir, a.checkpoint, !a.quiet);
   LlmSetup models = make_llm_setup(a.llm, /*need_agent=*/true, /*need_user=*/user_sim == "llm");
   llm::Ledger& ledger = *models.ledger;
   auto embedder = a.embedder.rfind("openai:", 0) == 0 ? make_openai_embedder(a.llm, a.embedder.substr(7), &ledger)

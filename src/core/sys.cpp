@@ -1,8 +1,11 @@
 #include "core/sys.h"
 
+#include <fcntl.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <ctime>
 #include <fstream>
 #include <sstream>
@@ -60,6 +63,23 @@ std::filesystem::path temp_path_beside(const std::filesystem::path& target, std:
   static std::atomic<uint64_t> counter{0};
   return target.parent_path() / (target.filename().string() + "." + std::string(what) + "-" +
                                   std::to_string(::getpid()) + "-" + std::to_string(counter.fetch_add(1)));
+}
+
+FileLock::FileLock(const std::filesystem::path& path) {
+  std::error_code ec;
+  if (path.has_parent_path()) std::filesystem::create_directories(path.parent_path(), ec);
+  fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd_ < 0) throw Error("cannot open lock file " + path.string());
+  while (::flock(fd_, LOCK_EX) != 0) {
+    if (errno != EINTR) {
+      ::close(fd_);
+      throw Error("cannot lock " + path.string());
+    }
+  }
+}
+
+FileLock::~FileLock() {
+  if (fd_ >= 0) ::close(fd_);  // closing releases the flock
 }
 
 std::string utc_now_iso() {

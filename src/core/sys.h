@@ -32,6 +32,20 @@ unsigned hardware_threads();
 //! A path beside `target` ("<name>.<what>-<pid>-<n>") that no other process or thread uses: where to write a
 //! file before renaming it into place.
 std::filesystem::path temp_path_beside(const std::filesystem::path& target, std::string_view what);
+//! An exclusive advisory lock (flock) on a lock file, held for the object's lifetime: other processes and
+//! threads that lock the same path wait. The file is created (with its parent directories) if missing and left
+//! behind. Throws pwab::Error naming the file if it cannot be opened.
+class FileLock {
+ public:
+  explicit FileLock(const std::filesystem::path& path);
+  ~FileLock();
+  FileLock(const FileLock&) = delete;
+  FileLock& operator=(const FileLock&) = delete;
+
+ private:
+  int fd_ = -1;
+};
+
 //! The current time as ISO 8601 UTC, e.g. "2026-11-22T04:05:06Z".
 std::string utc_now_iso();
 

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <filesystem>
 
 #include "support/test_support.h"
 
@@ -85,6 +86,26 @@ TEST(Cli, IndexSearchTrainRecommend) {
   EXPECT_EQ(out.rfind("1\tB", 0), 0u) << out;
   ASSERT_EQ(run_binary("recommend --data " + data + " B0NOTREAL", &out), 0) << out;
   EXPECT_EQ(out, "");  // unknown ASINs are dropped; nothing left → no recommendations
+}
+
+// Issue 13 item 6: a first `pwab run` on a new dataset trains and caches the recommender, as it does the index.
+TEST(Cli, FirstRunTrainsAndCachesTheRecommender) {
+  test::TempDir dir;
+  std::string data = (dir / "mini").string(), out;
+  ASSERT_EQ(run_binary("data synth --out " + data + " --scale mini --seed 4"), 0);
+  std::string run = "run --data " + data + " --track single --agent heuristic --embedder hashing --tasks 0:3 --out ";
+  ASSERT_EQ(run_binary(run + (dir / "r1").string(), &out), 0) << out;
+  EXPECT_NE(out.find("no recommender checkpoint yet; training SASRec (200 epochs)"), std::string::npos) << out;
+  EXPECT_NE(out.find("SASRec trained in"), std::string::npos) << out;
+  auto ckpt = dir / "mini" / ".pwab-rec" / "sasrec.pwab";
+  EXPECT_TRUE(std::filesystem::exists(ckpt));
+  EXPECT_FALSE(std::filesystem::exists(ckpt.string() + ".partial"));
+  // The second run reuses it, and a `pwab recommend` now finds it.
+  ASSERT_EQ(run_binary(run + (dir / "r2").string(), &out), 0) << out;
+  EXPECT_EQ(out.find("training SASRec"), std::string::npos) << out;
+  // A checkpoint the user names is never trained: it must exist.
+  EXPECT_EQ(run_binary(run + (dir / "r3").string() + " --checkpoint " + (dir / "none.pwab").string(), &out), 1);
+  EXPECT_NE(out.find("no recommender checkpoint at"), std::string::npos) << out;
 }
 
 TEST(Cli, VersionNamesTheLibraries) {
