@@ -7,9 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
-#include "data/synth.h"
-#include "embed/embedder.h"
-#include "env/environment.h"
+#include "mini_environment.h"
 #include "serve/episode_service.h"
 #include "serve/mcp.h"
 #include "serve/mcp_http.h"
@@ -25,17 +23,6 @@ const char* const kToolsList = R"({"jsonrpc":"2.0","id":2,"method":"tools/list"}
 
 class McpHttp : public ::testing::Test {
  protected:
-  static void SetUpTestSuite() {
-    ds_ = new data::Dataset(data::synthesize(data::SynthOptions{}));
-    embedder_ = new embed::HashingEmbedder();
-    env_ = new env::Environment(*ds_, nullptr, nullptr, *embedder_);
-  }
-  static void TearDownTestSuite() {
-    delete env_;
-    delete embedder_;
-    delete ds_;
-  }
-
   void start(McpHttpOptions options = {}) {
     endpoint_ = std::make_unique<McpHttpEndpoint>(server_, options);
     endpoint_->mount(http_);
@@ -66,10 +53,7 @@ class McpHttp : public ::testing::Test {
   static httplib::Headers session_headers(const std::string& id) { return {{"Mcp-Session-Id", id}}; }
   static int rpc_error(const httplib::Result& res) { return json::parse(res->body)["error"]["code"].get<int>(); }
 
-  static data::Dataset* ds_;
-  static embed::HashingEmbedder* embedder_;
-  static env::Environment* env_;
-  EpisodeService service_{*env_, ServiceOptions{}};
+  EpisodeService service_{mini_environment().environment, ServiceOptions{}};
   McpServer server_{service_, "1.2.3"};
   std::unique_ptr<McpHttpEndpoint> endpoint_;
   httplib::Server http_;
@@ -77,9 +61,6 @@ class McpHttp : public ::testing::Test {
   int port_ = 0;
   std::unique_ptr<httplib::Client> client_;
 };
-data::Dataset* McpHttp::ds_ = nullptr;
-embed::HashingEmbedder* McpHttp::embedder_ = nullptr;
-env::Environment* McpHttp::env_ = nullptr;
 
 TEST_F(McpHttp, InitializeIssuesASessionThatLaterRequestsNeed) {
   start();

@@ -7,10 +7,8 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "data/synth.h"
-#include "embed/embedder.h"
-#include "env/environment.h"
 #include "env/tools.h"
+#include "mini_environment.h"
 #include "serve/episode_service.h"
 #include "serve/mcp.h"
 
@@ -19,22 +17,9 @@ namespace {
 
 using nlohmann::json;
 
-// One environment without search or recommendation backends (the protocol tests use the review, details,
-// respond and stop functions, which need neither); test/mcp/mcp_sdk_test.cpp covers the full services.
 class McpProtocol : public ::testing::Test {
  protected:
-  static void SetUpTestSuite() {
-    ds_ = new data::Dataset(data::synthesize(data::SynthOptions{}));
-    embedder_ = new embed::HashingEmbedder();
-    env_ = new env::Environment(*ds_, nullptr, nullptr, *embedder_);
-  }
-  static void TearDownTestSuite() {
-    delete env_;
-    delete embedder_;
-    delete ds_;
-  }
-
-  McpProtocol() : service_(*env_, ServiceOptions{}), server_(service_, "9.9.9") {}
+  McpProtocol() : service_(mini_environment().environment, ServiceOptions{}), server_(service_, "9.9.9") {}
 
   json request(const std::string& method, json params = json::object(), json id = 1) {
     return server_.handle({{"jsonrpc", "2.0"}, {"id", id}, {"method", method}, {"params", std::move(params)}},
@@ -51,23 +36,18 @@ class McpProtocol : public ::testing::Test {
     return reply["result"];
   }
   //! The test split's position of the first task of a type, as the service names it ("test/N").
-  static std::string task_key(data::TaskType type) {
+  std::string task_key(data::TaskType type) const {
     const auto& tasks = ds_->tasks(data::Split::kTest);
     for (std::size_t i = 0; i < tasks.size(); ++i)
       if (tasks[i].type == type) return "test/" + std::to_string(i);
     throw std::runtime_error("no test task of that type");
   }
 
-  static data::Dataset* ds_;
-  static embed::HashingEmbedder* embedder_;
-  static env::Environment* env_;
+  const data::Dataset* ds_ = &mini_environment().ds;
   EpisodeService service_;
   McpServer server_;
   McpSession session_;
 };
-data::Dataset* McpProtocol::ds_ = nullptr;
-embed::HashingEmbedder* McpProtocol::embedder_ = nullptr;
-env::Environment* McpProtocol::env_ = nullptr;
 
 int error_code(const json& reply) { return reply.at("error").at("code").get<int>(); }
 
@@ -304,10 +284,7 @@ TEST_F(McpProtocol, ListTasksAndInfo) {
 }
 
 TEST(McpStdio, OneReplyLinePerRequest) {
-  data::Dataset ds = data::synthesize(data::SynthOptions{});
-  embed::HashingEmbedder embedder;
-  env::Environment environment(ds, nullptr, nullptr, embedder);
-  EpisodeService service(environment, ServiceOptions{});
+  EpisodeService service(mini_environment().environment, ServiceOptions{});
   McpServer server(service, "1");
   std::istringstream in(
       R"({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-03-26","capabilities":{},"clientInfo":{"name":"t","version":"1"}}})"
