@@ -34,68 +34,98 @@ metrics::TaskOutcome EpisodeResult::outcome(std::string task_key) const {
   return o;
 }
 
-EpisodeResult run_episode(const env::Environment& env, const data::Task& task, Agent& agent, env::UserChannel* user,
-                          const EpisodeOptions& options) {
+namespace {
+
+void check_options(const EpisodeOptions& options, const env::UserChannel* user) {
   if (options.max_steps < 1) throw UsageError("episode max_steps must be at least 1");
   // §3.3: run.py refuses a user simulator in the single-turn track (max_steps -1 with user_mode != "no").
   if (options.track == Track::kSingleTurn && user != nullptr)
     throw UsageError("the single-turn track takes no user simulator");
-  const bool single_turn = options.track == Track::kSingleTurn;
-  auto* scripted = dynamic_cast<sim::ScriptedUser*>(user);
+}
 
-  EpisodeResult result;
-  result.type = task.type;
-  env::Session session(env, task, user);
+}  // namespace
+
+Episode::Episode(const env::Environment& env, const data::Task& task, env::UserChannel* user,
+                 const EpisodeOptions& options)
+    : session_((check_options(options, user), env), task, user),  // checked before anything is built
+      options_(options),
+      scripted_(dynamic_cast<sim::ScriptedUser*>(user)) {
+  result_.type = task.type;
+}
+
+const std::string& Episode::reset() {
+  if (started_) throw UsageError("the episode has already been reset");
+  auto t = Clock::now();
+  result_.first_observation = session_.reset();
+  result_.seconds_env += seconds_since(t);
+  started_ = true;
+  return result_.first_observation;
+}
+
+EpisodeStep Episode::step(const AgentStep& decision) {
+  if (!started_) throw UsageError("the episode has not been reset");
+  if (finished_) throw UsageError("the episode has already finished (" + result_.ending + ")");
+  ++result_.steps;
+  result_.prompt_tokens += decision.prompt_tokens;
+  result_.completion_tokens += decision.completion_tokens;
 
   auto t = Clock::now();
-  result.first_observation = session.reset();
-  result.seconds_env += seconds_since(t);
+  EpisodeStep out{session_.step(decision.action), false};
+  result_.seconds_env += seconds_since(t);
+  const env::StepResult& step = out.result;
 
-  t = Clock::now();
-  agent.begin(task, result.first_observation, options.track);
-  result.seconds_agent += seconds_since(t);
+  if (step.done) {
+    // §3.3: every done step records (res[0], res[1]), whatever set done. Done comes only from the three task
+    // functions (with or without an argument error) and from a user observation equal to "Error: ###STOP###";
+    // the Session already gives the Error observations [0, 0] (§2.1 step 5), so they are recorded as [0, 0].
+    result_.attempts.push_back({step.reward.function_acc, step.reward.result_acc});
+    // The scripted user reacts to attempts whose tool actually ran (an argument error tells it nothing about
+    // the result); the LLM user of the original sees none of this, so the scores are unaffected.
+    if (scripted_ != nullptr && step.scored) scripted_->note_attempt(decision.action.name, step.reward);
+    // §3.3 single-turn: the first done step ends the episode; multi-turn: record and continue.
+    if (options_.track == Track::kSingleTurn) {
+      finished_ = true;
+      result_.ending = decision.action.name == env::kRespond ? "respond" : "task_function";
+    }
+  } else if (decision.action.name == env::kStop) {
+    // §3.3: the loop breaks on the action name "stop" (the env does not set done for it), with nothing recorded.
+    finished_ = true;
+    result_.ending = "stop";
+  }
+  // Otherwise (details tool, unknown tool, a respond with malformed arguments, a multi-turn user reply) go on,
+  // up to max_steps agent calls (§3.3).
+  if (!finished_ && result_.steps >= options_.max_steps) {
+    finished_ = true;
+    result_.ending = "step_cap";
+  }
+  out.finished = finished_;
+  return out;
+}
+
+EpisodeResult Episode::result() const {
+  EpisodeResult r = result_;
+  r.actions = session_.actions();
+  return r;
+}
+
+EpisodeResult run_episode(const env::Environment& env, const data::Task& task, Agent& agent, env::UserChannel* user,
+                          const EpisodeOptions& options) {
+  Episode episode(env, task, user, options);
+  const std::string& first_observation = episode.reset();
+
+  auto t = Clock::now();
+  agent.begin(task, first_observation, options.track);
+  episode.add_agent_seconds(seconds_since(t));
 
   std::string observation;  // empty on the first next()
-  result.ending = "step_cap";
   // §3.3: at most max_steps iterations, each one agent (LLM) call -> action -> env.step.
-  while (result.steps < options.max_steps) {
+  while (!episode.finished()) {
     t = Clock::now();
     AgentStep decision = agent.next(observation);
-    result.seconds_agent += seconds_since(t);
-    ++result.steps;
-    result.prompt_tokens += decision.prompt_tokens;
-    result.completion_tokens += decision.completion_tokens;
-
-    t = Clock::now();
-    env::StepResult step = session.step(decision.action);
-    result.seconds_env += seconds_since(t);
-    observation = step.observation;
-
-    if (step.done) {
-      // §3.3: every done step records (res[0], res[1]), whatever set done. Done comes only from the three task
-      // functions (with or without an argument error) and from a user observation equal to "Error: ###STOP###";
-      // the Session already gives the Error observations [0, 0] (§2.1 step 5), so they are recorded as [0, 0].
-      result.attempts.push_back({step.reward.function_acc, step.reward.result_acc});
-      // The scripted user reacts to attempts whose tool actually ran (an argument error tells it nothing about
-      // the result); the LLM user of the original sees none of this, so the scores are unaffected.
-      if (scripted != nullptr && step.scored) scripted->note_attempt(decision.action.name, step.reward);
-      if (single_turn) {
-        // §3.3 single-turn: the first done step ends the episode.
-        result.ending = decision.action.name == env::kRespond ? "respond" : "task_function";
-        break;
-      }
-      // §3.3 multi-turn: record and continue.
-      continue;
-    }
-    // §3.3: the loop breaks on the action name "stop" (the env does not set done for it), with nothing recorded.
-    if (decision.action.name == env::kStop) {
-      result.ending = "stop";
-      break;
-    }
-    // Details tool, unknown tool, a respond with malformed arguments, or (multi-turn) a user reply: go on.
+    episode.add_agent_seconds(seconds_since(t));
+    observation = episode.step(decision).result.observation;
   }
-  result.actions = session.actions();
-  return result;
+  return episode.result();
 }
 
 }  // namespace pwab::runner

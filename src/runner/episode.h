@@ -11,6 +11,10 @@
 #include "env/environment.h"
 #include "metrics/metrics.h"
 
+namespace pwab::sim {
+class ScriptedUser;
+}
+
 namespace pwab::runner {
 
 //! Single-turn (the original's --max_steps -1, no user) or multi-turn (a user simulator answers `respond`).
@@ -62,6 +66,46 @@ struct EpisodeResult {
 
   //! The metrics input for this episode: its attempts, type and step count.
   metrics::TaskOutcome outcome(std::string task_key) const;
+};
+
+//! What Episode::step() did: the environment's result and whether the episode is now over.
+struct EpisodeStep {
+  env::StepResult result;
+  bool finished = false;
+};
+
+//! One episode of one task, driven from outside one action at a time: the rules of §3.3 (step cap, which calls
+//! end the episode, which are recorded as attempts, the endings per track) without the agent, so that
+//! run_episode and the served episodes of `pwab serve` follow exactly the same rules. Not thread-safe: one
+//! caller at a time. `env`, `task` and `user` must outlive it.
+class Episode {
+ public:
+  //! The same checks as run_episode: max_steps < 1, or a user in the single-turn track, is a UsageError.
+  Episode(const env::Environment& env, const data::Task& task, env::UserChannel* user, const EpisodeOptions& options);
+
+  //! Starts the episode and returns the first observation. Once, before any step (UsageError otherwise).
+  const std::string& reset();
+  //! Executes the agent's next action and counts it as one step (tokens included). UsageError before reset()
+  //! or once finished().
+  EpisodeStep step(const AgentStep& decision);
+  //! Ended by a done step in single-turn, a stop, or the step cap.
+  bool finished() const { return finished_; }
+  bool started() const { return started_; }
+  int steps() const { return result_.steps; }
+  const EpisodeOptions& options() const { return options_; }
+  const data::Task& task() const { return session_.task(); }
+  //! Time the agent spent deciding (the runner measures it; a server measures the wait between steps).
+  void add_agent_seconds(double seconds) { result_.seconds_agent += seconds; }
+  //! The episode so far. Its ending is "" while the episode runs (a caller that stops early names its own).
+  EpisodeResult result() const;
+
+ private:
+  env::Session session_;
+  EpisodeOptions options_;
+  sim::ScriptedUser* scripted_;  // told every scored attempt when the user is a scripted one
+  EpisodeResult result_;
+  bool started_ = false;
+  bool finished_ = false;
 };
 
 //! Runs one episode of `task` (reference §3.3). `user` answers `respond` in the multi-turn track and may be null

@@ -1,0 +1,123 @@
+// src/serve/episode_service.h: the benchmark environment as a service of concurrent episodes (`pwab serve`).
+//
+// An EpisodeService lets an agent that lives outside this process (another language, another machine, an MCP
+// client) play PersonalWAB episodes: list tasks, start an episode of a task in a track with a user simulator,
+// step it one action at a time, and end it. Each episode runs under runner::Episode, the same rules as `pwab
+// run`, and its record is the same TaskRecord, appended to a run directory so `pwab score` works on served runs.
+// Requests and answers are JSON values; the class knows nothing of HTTP (http_server.h is one front end). It is
+// thread-safe: episodes are independent and each one has its own lock, so hundreds step at once. The API is
+// described in docs/serve.md.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <nlohmann/json_fwd.hpp>
+#include <shared_mutex>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+
+#include "core/error.h"
+#include "core/rng.h"
+#include "env/environment.h"
+#include "runner/episode.h"
+#include "runner/results.h"
+
+namespace pwab::serve {
+
+//! A request the service refuses. `status` is the HTTP status a front end answers with: 400 bad request, 404
+//! unknown task or episode, 409 episode already finished, 413 too large, 429 too many sessions. `code` is a
+//! short machine-readable name ("unknown_episode"), what() the message for people.
+struct RequestError : Error {
+  RequestError(int status, std::string code, const std::string& message)
+      : Error(message), status(status), code(std::move(code)) {}
+  int status;
+  std::string code;
+};
+
+//! A user simulator for one task (the service owns what it returns).
+using UserFactory = std::function<std::unique_ptr<env::UserChannel>(const data::Task&, uint64_t seed)>;
+
+struct ServiceOptions {
+  //! Episodes open at once; a start beyond it first drops idle ones, then answers 429.
+  std::size_t max_sessions = 1000;
+  //! Seconds without a request after which an episode is dropped by expire_idle().
+  double idle_timeout_s = 900;
+  //! The seed of the scripted user when a start request gives none (as `pwab run --seed`).
+  uint64_t seed = 0;
+  //! The step cap when a start request gives none, per track; as `pwab run` for function-calling agents.
+  int default_max_steps_single = 10;
+  int default_max_steps_multi = 10;
+  //! The largest max_steps a start request may ask for.
+  int max_steps_limit = 1000;
+  //! The most tasks one list_tasks answer holds.
+  std::size_t max_list_limit = 1000;
+  //! user_sim "llm": the LLM user simulator, when the server was given a model; null = "llm" is refused.
+  UserFactory llm_user;
+  //! Monotonic seconds; the steady clock when empty. Tests of expiry pass a hand-moved clock.
+  std::function<double()> clock;
+};
+
+//! Where records go: one run directory per track, since `pwab score` reads one track per directory. Either may
+//! be null (that track is not recorded); both may be the same directory.
+struct RecordSinks {
+  runner::RunDirectory* single_turn = nullptr;
+  runner::RunDirectory* multi_turn = nullptr;
+};
+
+class EpisodeService {
+ public:
+  //! `env` (and its dataset) must outlive the service. `out`, when given, is the run directory where every
+  //! episode's record is appended (both tracks), as `pwab run` writes them.
+  EpisodeService(const env::Environment& env, ServiceOptions options, runner::RunDirectory* out = nullptr);
+  EpisodeService(const env::Environment& env, ServiceOptions options, RecordSinks sinks);
+  ~EpisodeService();
+  EpisodeService(const EpisodeService&) = delete;
+  EpisodeService& operator=(const EpisodeService&) = delete;
+
+  //! The dataset's size, every tool's OpenAI schema, the tracks, user simulators, limits and open sessions.
+  nlohmann::json info() const;
+  //! {"split": "test", "offset": 0, "limit": 100} (all optional) -> {"split", "offset", "total", "tasks":
+  //! [{"task": "test/17", "user_id", "instruction"}]}. Never the type, target or ground truth.
+  nlohmann::json list_tasks(const nlohmann::json& query) const;
+  //! {"task": "test/17", "track": "single"|"multi", "user_sim": "none"|"scripted"|"llm", "max_steps"?, "seed"?,
+  //! "history"? (false leaves it out)} -> {"episode_id", "task", "track", "user_sim", "seed", "max_steps",
+  //! "observation", "tools", "history": [...]}. The history is what an agent's memory may use: the user's
+  //! behaviours before the task (asin, title, the user's own rating, review and timestamp).
+  nlohmann::json start(const nlohmann::json& request);
+  //! {"name", "arguments": {...} or "<JSON text>", "usage"?: {"prompt_tokens", "completion_tokens"}} (or an
+  //! OpenAI tool call {"function": {"name", "arguments"}}) -> {"observation", "reward": {"function_acc",
+  //! "result_acc"}, "done", "scored", "steps", "finished", "ending" (once finished)}. A finished episode's
+  //! record is appended to the run directory at this step.
+  nlohmann::json step(std::string_view episode_id, const nlohmann::json& action);
+  //! Finalises and removes the episode: {"record": <TaskRecord JSON>, "score": {"f", "r"}}. An episode ended
+  //! before it finished gets the ending "client_end" and is recorded then.
+  nlohmann::json end(std::string_view episode_id);
+  //! The episode so far (no target): ids, options, steps, the actions with observations and rewards, attempts.
+  nlohmann::json state(std::string_view episode_id) const;
+  //! Drops episodes idle longer than the timeout (not ones in the middle of a request); returns how many.
+  //! Finished episodes were recorded when they finished; unfinished ones are dropped without a record.
+  std::size_t expire_idle();
+  //! Episodes open now.
+  std::size_t n_sessions() const;
+
+ private:
+  struct Slot;
+  std::shared_ptr<Slot> find(std::string_view episode_id) const;
+  double now() const;
+  std::string new_episode_id();
+  runner::RunDirectory* sink(runner::Track track) const;
+  void record(Slot& slot, const runner::TaskRecord& record) const;
+
+  const env::Environment& env_;
+  ServiceOptions options_;
+  RecordSinks sinks_;
+  mutable std::shared_mutex mu_;  // guards slots_ (each Slot has its own lock for its episode)
+  std::unordered_map<std::string, std::shared_ptr<Slot>> slots_;
+  std::mutex id_mu_;
+  Rng id_rng_;  // episode ids: unguessable enough that one client does not stumble on another's episode
+};
+
+}  // namespace pwab::serve

@@ -1,0 +1,199 @@
+// The HTTP front end against a real server on 127.0.0.1: routes, JSON errors for every refusal (malformed
+// JSON, wrong types, oversized bodies, unknown routes, wrong methods), 250 clients with an episode each at
+// once, and the janitor expiring idle episodes.
+#include "serve/http_server.h"
+
+#include <gtest/gtest.h>
+#include <httplib.h>
+
+#include <atomic>
+#include <barrier>
+#include <chrono>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "env/tools.h"
+#include "serve/serve_world.h"
+
+namespace pwab::serve {
+namespace {
+
+using Json = nlohmann::json;
+using test::world;
+
+constexpr const char* kJson = "application/json";
+
+//! A running server over its own service.
+struct Served {
+  explicit Served(ServiceOptions service_options = {}, HttpOptions http = small_http())
+      : service(*world().env, std::move(service_options)), server(service, http) {
+    server.start();
+  }
+  static HttpOptions small_http() {
+    HttpOptions o;
+    o.port = 0;
+    o.max_body_bytes = 4096;
+    return o;
+  }
+  httplib::Client client() const {
+    httplib::Client c("127.0.0.1", server.port());
+    c.set_keep_alive(true);
+    c.set_read_timeout(60, 0);
+    return c;
+  }
+  EpisodeService service;
+  HttpServer server;
+};
+
+Json body(const httplib::Result& r) {
+  EXPECT_TRUE(r) << "no response: " << httplib::to_string(r.error());
+  if (!r) return nullptr;
+  EXPECT_EQ(r->get_header_value("Content-Type"), kJson);
+  return Json::parse(r->body);
+}
+
+//! Checks a refusal: its status and that the body is {"error": {"code": <code>, "message": <non-empty>}}.
+void expect_error(const httplib::Result& r, int status, const std::string& code) {
+  ASSERT_TRUE(r) << httplib::to_string(r.error());
+  EXPECT_EQ(r->status, status) << r->body;
+  Json j = Json::parse(r->body);
+  EXPECT_EQ(j["error"]["code"], code) << r->body;
+  EXPECT_FALSE(j["error"]["message"].get<std::string>().empty());
+}
+
+TEST(Http, HealthInfoAndTasks) {
+  Served s;
+  auto c = s.client();
+  EXPECT_EQ(body(c.Get("/health"))["status"], "ok");
+  EXPECT_EQ(body(c.Get("/v1/info"))["dataset"]["tasks"]["test"], world().ds.tasks(data::Split::kTest).size());
+  Json page = body(c.Get("/v1/tasks?split=test&offset=1&limit=2"));
+  ASSERT_EQ(page["tasks"].size(), 2u);
+  EXPECT_EQ(page["tasks"][0]["task"], "test/1");
+  expect_error(c.Get("/v1/tasks?limit=two"), 400, "bad_request");
+  expect_error(c.Get("/v1/tasks?sort=asc"), 400, "bad_request");
+  EXPECT_NE(s.server.url().find("http://127.0.0.1:"), std::string::npos);
+}
+
+TEST(Http, AnEpisodeFromStartToRecord) {
+  Served s;
+  auto c = s.client();
+  auto started = c.Post("/v1/episodes", R"({"task": "test/0", "track": "multi", "seed": 3})", kJson);
+  ASSERT_TRUE(started);
+  EXPECT_EQ(started->status, 201);
+  Json start = body(started);
+  std::string id = start["episode_id"];
+  EXPECT_FALSE(start["observation"].get<std::string>().empty());
+  std::string path = "/v1/episodes/" + id;
+  Json step = body(c.Post(path + "/step", R"({"name": "respond", "arguments": {"content": "What do you need?"}})", kJson));
+  EXPECT_FALSE(step["finished"]);
+  EXPECT_EQ(body(c.Get(path))["steps"], 1);
+  step = body(c.Post(path + "/step", R"({"name": "stop", "arguments": "{}"})", kJson));
+  EXPECT_EQ(step["ending"], "stop");
+  expect_error(c.Post(path + "/step", R"({"name": "stop"})", kJson), 409, "episode_finished");
+  Json end = body(c.Delete(path));
+  EXPECT_EQ(end["record"]["task"], "test/0");
+  EXPECT_EQ(end["record"]["steps"], 2);
+  expect_error(c.Get(path), 404, "unknown_episode");
+  expect_error(c.Post(path + "/end", "", kJson), 404, "unknown_episode");
+}
+
+TEST(Http, MalformedRequestsGetClearJsonErrors) {
+  Served s;
+  auto c = s.client();
+  expect_error(c.Post("/v1/episodes", "{\"task\": ", kJson), 400, "malformed_json");
+  auto r = c.Post("/v1/episodes", "{'task': 'test/0'}", kJson);
+  expect_error(r, 400, "malformed_json");
+  EXPECT_NE(r->body.find("not valid JSON"), std::string::npos) << r->body;
+  expect_error(c.Post("/v1/episodes", "\xff\xfe", kJson), 400, "malformed_json");
+  expect_error(c.Post("/v1/episodes", R"({"task": 17})", kJson), 400, "bad_request");
+  expect_error(c.Post("/v1/episodes", R"([1, 2])", kJson), 400, "bad_request");
+  expect_error(c.Post("/v1/episodes", R"({"task": "test/99999"})", kJson), 404, "unknown_task");
+  std::string id = body(c.Post("/v1/episodes", R"({"task": "test/0"})", kJson))["episode_id"];
+  expect_error(c.Post("/v1/episodes/" + id + "/step", R"({"name": 5})", kJson), 400, "bad_request");
+  expect_error(c.Post("/v1/episodes/" + id + "/step", "", kJson), 400, "bad_request");  // no action name
+  // The server is unharmed: the episode still steps.
+  EXPECT_EQ(body(c.Post("/v1/episodes/" + id + "/step", R"({"name": "stop"})", kJson))["ending"], "stop");
+}
+
+TEST(Http, OversizedBodiesAre413) {
+  Served s;  // 4096-byte cap
+  auto c = s.client();
+  std::string big = R"({"task": "test/0", "pad": ")" + std::string(8000, 'x') + "\"}";
+  expect_error(c.Post("/v1/episodes", big, kJson), 413, "body_too_large");
+  // The next request is served normally.
+  EXPECT_EQ(body(c.Get("/health"))["status"], "ok");
+}
+
+TEST(Http, UnknownRoutesAre404AndWrongMethods405) {
+  Served s;
+  auto c = s.client();
+  expect_error(c.Get("/v2/info"), 404, "not_found");
+  expect_error(c.Post("/v1/episodes/ep_1/jump", "{}", kJson), 404, "not_found");
+  auto r = c.Get("/v1/episodes/ep_1/step");
+  expect_error(r, 405, "method_not_allowed");
+  EXPECT_EQ(r->get_header_value("Allow"), "POST");
+  expect_error(c.Put("/v1/tasks", "{}", kJson), 405, "method_not_allowed");
+  expect_error(c.Delete("/v1/episodes"), 405, "method_not_allowed");
+}
+
+// 250 clients, each on its own connection, each with an episode open at the same moment, each playing its
+// episode to the end: every record is the in-process record of its own task (none crossed or lost).
+TEST(Http, TwoHundredFiftyConcurrentSessions) {
+  constexpr int kClients = 250;
+  const auto& tasks = world().ds.tasks(data::Split::kTest);
+  const std::size_t n_tasks = std::min<std::size_t>(tasks.size(), 40);
+  std::vector<test::InProcessEpisode> expected;
+  for (std::size_t i = 0; i < n_tasks; ++i) expected.push_back(test::run_in_process(tasks[i], runner::Track::kMultiTurn, 4));
+
+  Served s;
+  std::atomic<std::size_t> open_at_once{0};
+  std::barrier all_started(kClients, [&]() noexcept { open_at_once = s.service.n_sessions(); });
+  std::vector<std::string> failures(kClients);
+  std::vector<std::thread> clients;
+  for (int i = 0; i < kClients; ++i)
+    clients.emplace_back([&, i] {
+      auto fail = [&](const std::string& why) { failures[i] = why; };
+      auto c = s.client();
+      const auto& mine = expected[static_cast<std::size_t>(i) % n_tasks];
+      Json start = {{"task", mine.record.task_key}, {"track", "multi"}, {"seed", 4}};
+      auto r = c.Post("/v1/episodes", start.dump(), kJson);
+      all_started.arrive_and_wait();
+      if (!r || r->status != 201) return fail("start failed");
+      std::string path = "/v1/episodes/" + Json::parse(r->body)["episode_id"].get<std::string>();
+      for (const auto& d : mine.decisions) {
+        Json action = {{"name", d.action.name},
+                       {"arguments", d.action.arguments_json},
+                       {"usage", {{"prompt_tokens", d.prompt_tokens}, {"completion_tokens", d.completion_tokens}}}};
+        auto sr = c.Post(path + "/step", action.dump(), kJson);
+        if (!sr || sr->status != 200) return fail("step failed: " + (sr ? sr->body : httplib::to_string(sr.error())));
+      }
+      auto er = c.Post(path + "/end", "", kJson);
+      if (!er || er->status != 200) return fail("end failed");
+      std::string got = test::without_timing(Json::parse(er->body)["record"].dump());
+      if (got != test::without_timing(mine.record.to_json_line())) fail("record differs: " + got);
+    });
+  for (auto& t : clients) t.join();
+  EXPECT_EQ(open_at_once.load(), static_cast<std::size_t>(kClients));
+  for (int i = 0; i < kClients; ++i) EXPECT_EQ(failures[i], "") << "client " << i;
+  EXPECT_EQ(s.service.n_sessions(), 0u);
+}
+
+TEST(Http, TheJanitorExpiresIdleEpisodes) {
+  std::atomic<double> now{1000};
+  ServiceOptions o;
+  o.idle_timeout_s = 60;
+  o.clock = [&now] { return now.load(); };
+  HttpOptions http = Served::small_http();
+  http.janitor_interval_s = 0.01;
+  Served s(o, http);
+  auto c = s.client();
+  std::string id = body(c.Post("/v1/episodes", R"({"task": "test/0"})", kJson))["episode_id"];
+  EXPECT_EQ(body(c.Get("/v1/episodes/" + id))["steps"], 0);
+  now = 1061;  // idle for longer than the timeout: the janitor's next round drops it
+  for (int i = 0; i < 2000 && s.service.n_sessions() > 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  EXPECT_EQ(s.service.n_sessions(), 0u);
+  expect_error(c.Get("/v1/episodes/" + id), 404, "unknown_episode");
+}
+
+}  // namespace
+}  // namespace pwab::serve
