@@ -179,6 +179,7 @@ HttpServer::HttpServer(EpisodeService& service, HttpOptions options)
     httplib::default_socket_options(fd);
     s.listen_fd = fd;
   });
+  if (s.options.extra_routes) s.options.extra_routes(s.server);  // before the catch-all routes below
   s.add_routes();
   auto handler = [&s](const httplib::Request& req, httplib::Response& res) { s.dispatch(req, res); };
   s.server.Get(".*", handler);
