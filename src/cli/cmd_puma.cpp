@@ -10,6 +10,7 @@
 
 #include "cli/cli.h"
 #include "cli/common.h"
+#include "cli/env_setup.h"
 #include "cli/llm_setup.h"
 #include "core/error.h"
 #include "env/backends.h"
@@ -77,17 +78,13 @@ void print_report(const puma::PipelineReport& r) {
 void run_puma(const PumaArgs& a, const std::string& until) {
   puma::PipelineOptions options = pipeline_options(a);
   data::Dataset ds = load_data(a.data);
-  EnvServices services = open_env_services(ds, a.data, a.index_dir, a.checkpoint);
-  auto embedder = make_run_embedder(a.embedder, ds, a.data);
-  env::IndexSearch search_backend(*services.index);
-  env::SasrecRecommend recommend_backend(*services.recommender);
-  env::Environment environment(ds, &search_backend, &recommend_backend, *embedder, {a.top_k});
+  DatasetEnvironment world = open_environment(ds, a.data, a.index_dir, a.checkpoint, a.embedder, a.top_k);
 
   LlmSetup models = make_llm_setup(a.llm, /*need_agent=*/a.search_labels == "llm", /*need_user=*/false);
   puma::PipelineContext ctx;
   ctx.ds = &ds;
-  ctx.embedder = embedder.get();
-  ctx.env = &environment;
+  ctx.embedder = world.embedder.get();
+  ctx.env = world.environment.get();
   if (models.agent_model) ctx.search_labeler = puma::llm_search_labeler(*models.agent_model, models.agent_model_name);
   const bool tty = isatty(STDERR_FILENO);
   ctx.log = [](const std::string& line) { std::cerr << "puma: " << line << "\n"; };

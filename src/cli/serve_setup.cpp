@@ -6,9 +6,9 @@
 #include <optional>
 
 #include "cli/common.h"
+#include "cli/env_setup.h"
 #include "core/hash.h"
 #include "core/version.h"
-#include "env/backends.h"
 #include "runner/results.h"
 #include "sim/llm_user.h"
 
@@ -61,19 +61,10 @@ void add_service_flags(CLI::App& cmd, ServiceArgs& a) {
 // Built in dependency order; destroyed in reverse, the service first.
 struct ServedEnvironment::Parts {
   explicit Parts(const ServiceArgs& a)
-      : ds(load_data(a.data)),
-        services(open_env_services(ds, a.data, a.index_dir, a.checkpoint)),
-        embedder(make_run_embedder(a.embedder, ds, a.data)),
-        search_backend(*services.index),
-        recommend_backend(*services.recommender),
-        environment(ds, &search_backend, &recommend_backend, *embedder, {a.top_k}) {}
+      : ds(load_data(a.data)), world(open_environment(ds, a.data, a.index_dir, a.checkpoint, a.embedder, a.top_k)) {}
 
   data::Dataset ds;
-  EnvServices services;
-  std::unique_ptr<embed::Embedder> embedder;
-  env::IndexSearch search_backend;
-  env::SasrecRecommend recommend_backend;
-  env::Environment environment;
+  DatasetEnvironment world;
   LlmSetup models;
   ServedRuns runs;
   std::unique_ptr<serve::EpisodeService> service;
@@ -102,15 +93,15 @@ ServedEnvironment::ServedEnvironment(const ServiceArgs& a) : parts_(std::make_un
   Json config = {{"mode", "serve"},
                  {"agent", "served"},
                  {"top_k", a.top_k},
-                 {"embedder", p.embedder->name()},
-                 {"search_index", p.services.index->fingerprint()},
-                 {"recommender", to_hex(hash_file(p.services.checkpoint))}};
+                 {"embedder", p.world.embedder->name()},
+                 {"search_index", p.world.services.index->fingerprint()},
+                 {"recommender", to_hex(hash_file(p.world.services.checkpoint))}};
   if (auto llm_config = Json::parse(p.models.config_json.empty() ? "{}" : p.models.config_json); !llm_config.empty())
     config["llm"] = llm_config;
   p.runs = open_served_runs(a, config);
   serve::RecordSinks sinks{p.runs.single_turn ? &*p.runs.single_turn : nullptr,
                            p.runs.multi_turn ? &*p.runs.multi_turn : nullptr};
-  p.service = std::make_unique<serve::EpisodeService>(p.environment, options, sinks);
+  p.service = std::make_unique<serve::EpisodeService>(*p.world.environment, options, sinks);
 }
 
 ServedEnvironment::~ServedEnvironment() = default;

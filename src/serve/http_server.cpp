@@ -176,7 +176,10 @@ HttpServer::HttpServer(EpisodeService& service, HttpOptions options)
   s.server.set_keep_alive_max_count(100000);  // a client steps many times over one connection
   s.server.set_keep_alive_timeout(s.options.keep_alive_timeout_s);
   s.server.set_socket_options([&s](int fd) {
-    httplib::default_socket_options(fd);
+    // SO_REUSEADDR only: httplib's default adds SO_REUSEPORT, with which a second server would silently share
+    // a port that is already in use instead of failing to bind.
+    int yes = 1;
+    ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
     s.listen_fd = fd;
   });
   if (s.options.extra_routes) s.options.extra_routes(s.server);  // before the catch-all routes below

@@ -1,0 +1,87 @@
+// `pwab serve`: the benchmark environment as a local HTTP/JSON service for agents outside this process
+// (src/serve/, docs/serve.md). Same environment, rules and records as `pwab run`.
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <iostream>
+#include <thread>
+
+#include "cli/cli.h"
+#include "cli/serve_setup.h"
+#include "core/error.h"
+#include "core/version.h"
+#include "serve/episode_service.h"
+#include "serve/http_server.h"
+#include "serve/mcp.h"
+#include "serve/mcp_http.h"
+
+namespace pwab::cli {
+namespace {
+
+// Ctrl-C or SIGTERM: stop serving. The episodes that finished are already in the run directory.
+std::atomic<bool> g_stop{false};
+extern "C" void on_stop_signal(int) { g_stop = true; }
+
+struct ServeArgs {
+  ServiceArgs service;  // the flags `pwab mcp` shares (serve_setup.h)
+  std::string host = "127.0.0.1";
+  int port = 8765, threads = 512;
+  std::size_t max_body_bytes = 1 << 20;
+};
+
+void serve(const ServeArgs& a) {
+  ServedEnvironment served(a.service);
+  serve::EpisodeService& service = served.service();
+  const data::Dataset& ds = served.dataset();
+  // MCP over streamable HTTP at /mcp, on the same episodes as the JSON API (docs/mcp.md).
+  serve::McpServer mcp(service, kVersion);
+  serve::McpHttpEndpoint mcp_http(mcp);
+
+  serve::HttpOptions http;
+  http.host = a.host;
+  http.port = a.port;
+  http.max_body_bytes = a.max_body_bytes;
+  http.threads = a.threads;
+  http.janitor_interval_s = std::clamp(a.service.idle_timeout_s / 4, 0.05, 30.0);
+  http.extra_routes = [&mcp_http](httplib::Server& server) { mcp_http.mount(server); };
+  serve::HttpServer server(service, http);
+
+  g_stop = false;
+  auto previous_int = std::signal(SIGINT, on_stop_signal);
+  auto previous_term = std::signal(SIGTERM, on_stop_signal);
+  server.start();
+  // The URL alone on stdout's first line, so a script can start `pwab serve --port 0` and read where it is.
+  std::cout << server.url() << std::endl;
+  std::cerr << fmt::format("pwab: serving {} ({} test / {} train tasks) on {} (MCP at /mcp){}; Ctrl-C stops\n", a.service.data,
+                           ds.tasks(data::Split::kTest).size(), ds.tasks(data::Split::kTrain).size(), server.url(),
+                           a.service.out.empty() ? "" : "; records in " + a.service.out + "/{single,multi}");
+  while (!g_stop) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  server.stop();
+  std::signal(SIGINT, previous_int);
+  std::signal(SIGTERM, previous_term);
+  std::cerr << fmt::format("pwab: stopped; {} episodes were still open\n", service.n_sessions());
+}
+
+}  // namespace
+
+void add_serve_command(CLI::App& app) {
+  auto a = std::make_shared<ServeArgs>();
+  auto* cmd = app.add_subcommand("serve", "Serve the environment over HTTP/JSON for agents in other processes");
+  add_service_flags(*cmd, a->service);
+  cmd->add_option("--host", a->host, "Address to listen on (loopback by default: the API has no authentication)")
+      ->capture_default_str();
+  cmd->add_option("--port", a->port, "Port (0 = any free port; the URL is printed on stdout)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 65535));
+  cmd->add_option("--max-body-bytes", a->max_body_bytes, "Largest request body")->capture_default_str()->check(CLI::Range(64, 1 << 30));
+  cmd->add_option("--threads", a->threads, "HTTP worker threads (each keep-alive client holds one)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 100000));
+  cmd->callback([a] { serve(*a); });
+}
+
+}  // namespace pwab::cli

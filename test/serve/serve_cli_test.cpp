@@ -1,0 +1,129 @@
+// `pwab serve` as the real binary: --port 0 prints the URL, an episode played over HTTP lands in OUT/<track>
+// where `pwab score` reads it, SIGTERM stops the server cleanly, and a restart on the same OUT appends.
+#include <gtest/gtest.h>
+#include <httplib.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <nlohmann/json.hpp>
+
+#include "support/test_support.h"
+
+extern char** environ;
+
+namespace {
+
+using Json = nlohmann::json;
+using pwab::test::TempDir;
+
+int run_binary(const std::string& args, std::string* output = nullptr, const std::string& prefix = "") {
+  TempDir out_dir;
+  std::string cmd = prefix + std::string(PWAB_BINARY) + " " + args + " > " + (out_dir / "out").string() + " 2> " +
+                    (out_dir / "err").string();
+  int status = std::system(cmd.c_str());
+  if (output) *output = pwab::test::read_text(out_dir / "out");
+  return WEXITSTATUS(status);
+}
+
+//! `pwab serve ...` in a child process; reads the URL from the first line of its stdout.
+class ServeProcess {
+ public:
+  explicit ServeProcess(const std::vector<std::string>& args) {
+    int fds[2];
+    if (pipe(fds) != 0) throw std::runtime_error("pipe");
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_adddup2(&actions, fds[1], STDOUT_FILENO);
+    posix_spawn_file_actions_addclose(&actions, fds[0]);
+    std::vector<std::string> all = {PWAB_BINARY, "serve"};
+    all.insert(all.end(), args.begin(), args.end());
+    std::vector<char*> argv;
+    for (auto& a : all) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    if (posix_spawn(&pid_, PWAB_BINARY, &actions, nullptr, argv.data(), environ) != 0) throw std::runtime_error("spawn");
+    posix_spawn_file_actions_destroy(&actions);
+    close(fds[1]);
+    out_ = fdopen(fds[0], "r");
+    char line[256] = {};
+    if (fgets(line, sizeof line, out_)) url_ = line;
+    while (!url_.empty() && (url_.back() == '\n' || url_.back() == '\r')) url_.pop_back();
+  }
+  ~ServeProcess() {
+    if (pid_ > 0) stop();
+    if (out_) fclose(out_);
+  }
+  const std::string& url() const { return url_; }
+  //! SIGTERM, then the exit code.
+  int stop() {
+    kill(pid_, SIGTERM);
+    int status = 0;
+    waitpid(pid_, &status, 0);
+    pid_ = -1;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  }
+
+ private:
+  pid_t pid_ = -1;
+  FILE* out_ = nullptr;
+  std::string url_;
+};
+
+//! One mini dataset with its briefly trained recommender, shared by the tests of this file.
+class ServeCli : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new TempDir;
+    data_ = (*dir_ / "mini").string();
+    ASSERT_EQ(run_binary("data synth --out " + data_ + " --scale mini --seed 2"), 0);
+    ASSERT_EQ(run_binary("rec train " + data_ + " --epochs 1 --eval-every 0"), 0);
+  }
+  static void TearDownTestSuite() { delete dir_; }
+  static TempDir* dir_;
+  static std::string data_;
+};
+TempDir* ServeCli::dir_ = nullptr;
+std::string ServeCli::data_;
+
+TEST_F(ServeCli, ServesRecordsAndStopsOnSigterm) {
+  TempDir dir;
+  const std::string& data = data_;
+  std::string out = (dir / "served").string();
+
+  for (int round = 0; round < 2; ++round) {
+    ServeProcess serve({"--data", data, "--port", "0", "--embedder", "hashing", "--out", out});
+    ASSERT_EQ(serve.url().rfind("http://127.0.0.1:", 0), 0u) << serve.url();
+    httplib::Client c(serve.url());
+    auto r = c.Post("/v1/episodes", R"({"task": "test/)" + std::to_string(round) + R"("})", "application/json");
+    ASSERT_TRUE(r);
+    ASSERT_EQ(r->status, 201) << r->body;
+    std::string id = Json::parse(r->body)["episode_id"];
+    r = c.Post("/v1/episodes/" + id + "/step", R"({"name": "search_product_by_query", "arguments": {"query": "usb cable"}})",
+               "application/json");
+    ASSERT_TRUE(r);
+    EXPECT_EQ(Json::parse(r->body)["ending"], "task_function") << r->body;
+    EXPECT_EQ(serve.stop(), 0);
+  }
+  // Both rounds are in the single-turn run directory, which `pwab score` reads like any run.
+  std::string records = pwab::test::read_text(std::filesystem::path(out) / "single" / "results.jsonl");
+  EXPECT_EQ(std::count(records.begin(), records.end(), '\n'), 2) << records;
+  std::string table;
+  ASSERT_EQ(run_binary("score " + out + "/single --format json", &table), 0);
+  EXPECT_EQ(Json::parse(table)["groups"]["overall"]["n_tasks"], 2) << table;
+}
+
+TEST_F(ServeCli, RefusesAPortInUse) {
+  httplib::Server holder;
+  int port = holder.bind_to_any_port("127.0.0.1");
+  ASSERT_GT(port, 0);
+  // (`timeout`: were the port shared instead, the server would run until killed.)
+  EXPECT_EQ(run_binary("serve --data " + data_ + " --embedder hashing --port " + std::to_string(port), nullptr,
+                       "timeout 60 "),
+            1);
+}
+
+}  // namespace
