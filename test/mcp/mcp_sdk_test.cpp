@@ -5,19 +5,19 @@
 // same actions. Skips, saying why, when Node.js or the client's node_modules is missing.
 #include <gtest/gtest.h>
 #include <httplib.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdlib>
-#include <fcntl.h>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <regex>
+#include <set>
 #include <thread>
 
-#include "core/py_format.h"
 #include "data/loader.h"
 #include "env/tools.h"
 #include "support/test_support.h"
@@ -55,14 +55,14 @@ std::string missing_prerequisite() {
 class ServeProcess {
  public:
   ServeProcess(const std::vector<std::string>& args, const fs::path& log) {
+    std::vector<char*> argv;  // built before fork: the child only makes system calls until exec
+    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
     pid_ = fork();
     if (pid_ == 0) {
       int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
       dup2(fd, STDOUT_FILENO);
       dup2(fd, STDERR_FILENO);
-      std::vector<char*> argv;
-      for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-      argv.push_back(nullptr);
       execv(argv[0], argv.data());
       _exit(127);
     }
