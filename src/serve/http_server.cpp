@@ -8,13 +8,11 @@
 #include <unistd.h>
 
 #include <atomic>
-
 #include <charconv>
 #include <condition_variable>
 #include <functional>
 #include <mutex>
 #include <nlohmann/json.hpp>
-#include <optional>
 #include <regex>
 #include <thread>
 #include <vector>
@@ -191,6 +189,13 @@ HttpServer::HttpServer(EpisodeService& service, HttpOptions options)
   s.server.Patch(".*", handler);
   s.server.Delete(".*", handler);
   s.server.Options(".*", handler);
+  // A POST without Content-Length or a chunked body (`curl -X POST .../end`) has no body; httplib would refuse
+  // it with a bare 400 while trying to read one, so it is answered before that.
+  s.server.set_pre_routing_handler([&s](const httplib::Request& req, httplib::Response& res) {
+    if (req.has_header("Content-Length") || req.has_header("Transfer-Encoding")) return httplib::Server::HandlerResponse::Unhandled;
+    s.dispatch(req, res);
+    return httplib::Server::HandlerResponse::Handled;
+  });
   s.server.set_error_handler(httplib::Server::HandlerWithResponse([&s](const httplib::Request&, httplib::Response& res) {
     s.fill_error(res);
     return httplib::Server::HandlerResponse::Handled;

@@ -4,7 +4,11 @@
 #include "serve/http_server.h"
 
 #include <gtest/gtest.h>
+#include <arpa/inet.h>
 #include <httplib.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <barrier>
@@ -61,6 +65,23 @@ void expect_error(const httplib::Result& r, int status, const std::string& code)
   EXPECT_FALSE(j["error"]["message"].get<std::string>().empty());
 }
 
+//! Sends `request` as raw bytes on a new connection and returns everything the server answers until it closes.
+std::string raw_exchange(int port, const std::string& request) {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  std::string answer;
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
+      ::send(fd, request.data(), request.size(), 0) == static_cast<ssize_t>(request.size())) {
+    char buf[4096];
+    for (ssize_t n; (n = ::recv(fd, buf, sizeof buf, 0)) > 0;) answer.append(buf, static_cast<std::size_t>(n));
+  }
+  ::close(fd);
+  return answer;
+}
+
 TEST(Http, HealthInfoAndTasks) {
   Served s;
   auto c = s.client();
@@ -95,6 +116,18 @@ TEST(Http, AnEpisodeFromStartToRecord) {
   EXPECT_EQ(end["record"]["steps"], 2);
   expect_error(c.Get(path), 404, "unknown_episode");
   expect_error(c.Post(path + "/end", "", kJson), 404, "unknown_episode");
+}
+
+// `curl -X POST .../end` sends no Content-Length at all: still a request with an empty body.
+TEST(Http, APostWithoutABodyIsAnEmptyBody) {
+  Served s;
+  auto c = s.client();
+  std::string id = body(c.Post("/v1/episodes", R"({"task": "test/0"})", kJson))["episode_id"];
+  std::string answer = raw_exchange(s.server.port(), "POST /v1/episodes/" + id +
+                                                        "/end HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n");
+  EXPECT_EQ(answer.rfind("HTTP/1.1 200", 0), 0u) << answer;
+  EXPECT_NE(answer.find(R"("ending":"client_end")"), std::string::npos) << answer;
+  EXPECT_EQ(s.service.n_sessions(), 0u);
 }
 
 TEST(Http, MalformedRequestsGetClearJsonErrors) {
