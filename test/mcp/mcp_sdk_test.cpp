@@ -263,6 +263,24 @@ TEST_F(McpSdk, StreamableHttpMatchesTheJsonApi) {
   expect_same_episodes(summary, play_json_api());
 }
 
+// What the SDK does not show: the transport's answers on `pwab serve` itself, beside the JSON API's routes.
+TEST_F(McpSdk, ServeAnswersMcpTransportRequests) {
+  httplib::Client http("127.0.0.1", server_->port());
+  auto get = http.Get("/mcp", {{"Accept", "text/event-stream"}});
+  ASSERT_TRUE(get);
+  EXPECT_EQ(get->status, 405);
+  auto init = http.Post("/mcp", {{"Accept", "application/json, text/event-stream"}},
+                        R"({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18"}})",
+                        "application/json");
+  ASSERT_TRUE(init);
+  ASSERT_EQ(init->status, 200) << init->body;
+  const std::string session = init->get_header_value("Mcp-Session-Id");
+  EXPECT_EQ(http.Post("/mcp", R"({"jsonrpc":"2.0","id":2,"method":"ping"})", "application/json")->status, 400);
+  EXPECT_EQ(http.Delete("/mcp", {{"Mcp-Session-Id", session}})->status, 204);
+  EXPECT_EQ(http.Delete("/mcp", {{"Mcp-Session-Id", session}})->status, 404);
+  EXPECT_EQ(http.Get("/health")->status, 200);  // the JSON API is unaffected
+}
+
 TEST_F(McpSdk, StdioMatchesTheJsonApi) {
   json summary = run_client({{"command", PWAB_BINARY}, {"args", {"mcp", "--data", data_, "--embedder", "hashing"}}});
   ASSERT_FALSE(summary.is_null());
