@@ -3,8 +3,12 @@
 # (fetched with `apt-get source`) into $PWAB_VENDOR_DIR (default /usr/local/src/pwab), where CMake builds it
 # against the system protobuf (docs/dependencies.md says why). Idempotent: packages that are already installed are
 # skipped, the source is fetched once (a stamp file records it), and apt is not touched when nothing is missing.
+# It also installs the MCP test client (test/mcp/client: the official MCP TypeScript SDK, pinned by its
+# package-lock.json) from the npm registry with `npm ci`, after Debian's nodejs and npm when `node` is missing;
+# a stamp holding the lock file's hash skips it when node_modules is already that lock's.
 #   scripts/install-deps.sh               build + test dependencies
 #   scripts/install-deps.sh --with-parity also the Java/Lucene reference used by the search parity test
+#   scripts/install-deps.sh --no-mcp-client  without Node.js and the MCP test client (its test then skips)
 #   scripts/install-deps.sh --check       exit 1 (and list them) if any package is missing; installs nothing
 set -euo pipefail
 
@@ -23,11 +27,13 @@ packages=(
 parity_packages=(default-jdk-headless liblucene8-java)
 
 check_only=0
+with_mcp_client=1
 for arg in "$@"; do
   case "$arg" in
     --with-parity) packages+=("${parity_packages[@]}") ;;
+    --no-mcp-client) with_mcp_client=0 ;;
     --check) check_only=1 ;;
-    -h|--help) sed -n '2,6p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,10p' "$0"; exit 0 ;;
     *) echo "install-deps.sh: unknown option '$arg'" >&2; exit 2 ;;
   esac
 done
@@ -40,6 +46,16 @@ vendor_dir=${PWAB_VENDOR_DIR:-/usr/local/src/pwab}
 spm_dir="$vendor_dir/sentencepiece-${spm_version%-*}"
 spm_stamp="$spm_dir/.pwab-vendored"
 
+# The MCP test client: Node.js from Debian when there is none (any node >= 18 on PATH will do), then `npm ci`.
+mcp_client_dir="$(cd "$(dirname "$0")/.." && pwd)/test/mcp/client"
+mcp_client_stamp="$mcp_client_dir/node_modules/.pwab-lock-sha256"
+need_mcp_client=0
+if [ "$with_mcp_client" = 1 ]; then
+  command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 || packages+=(nodejs npm)
+  lock_sha=$(sha256sum "$mcp_client_dir/package-lock.json" | cut -d' ' -f1)
+  [ "$(cat "$mcp_client_stamp" 2>/dev/null)" = "$lock_sha" ] || need_mcp_client=1
+fi
+
 missing=()
 installed=" $(dpkg-query -W -f='${Package}:${Status}\n' "${packages[@]}" 2>/dev/null |
               sed -n 's/:install ok installed$//p' | tr '\n' ' ' || true) "
@@ -49,12 +65,13 @@ done
 need_spm=0
 grep -qx "sentencepiece $spm_version upstream" "$spm_stamp" 2>/dev/null || need_spm=1
 
-if [ ${#missing[@]} -eq 0 ] && [ "$need_spm" = 0 ]; then
+if [ ${#missing[@]} -eq 0 ] && [ "$need_spm" = 0 ] && [ "$need_mcp_client" = 0 ]; then
   exit 0
 fi
 if [ "$check_only" = 1 ]; then
   [ ${#missing[@]} -eq 0 ] || echo "missing packages: ${missing[*]}" >&2
   [ "$need_spm" = 0 ] || echo "missing: sentencepiece $spm_version source in $spm_dir" >&2
+  [ "$need_mcp_client" = 0 ] || echo "missing: the MCP test client's node_modules in $mcp_client_dir" >&2
   exit 1
 fi
 
@@ -103,4 +120,15 @@ if [ "$need_spm" = 1 ]; then
   $SUDO cp -a "$work/dl/src" "$spm_dir.tmp"
   $SUDO chown -R root:root "$spm_dir.tmp" 2>/dev/null || true
   $SUDO mv "$spm_dir.tmp" "$spm_dir"
+fi
+
+# The MCP test client, exactly as its lock file pins it (npm ci verifies every package's integrity hash). No
+# install scripts run. Offline, this fails with a warning and the SDK test skips; everything else still builds.
+if [ "$need_mcp_client" = 1 ]; then
+  echo "install-deps.sh: installing the MCP test client (npm ci in $mcp_client_dir)" >&2
+  if (cd "$mcp_client_dir" && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error >&2); then
+    echo "$lock_sha" > "$mcp_client_stamp"
+  else
+    echo "install-deps.sh: warning: npm ci failed; the MCP SDK test (test/mcp) will skip" >&2
+  fi
 fi

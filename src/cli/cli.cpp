@@ -20,6 +20,7 @@ int run(const std::vector<std::string>& args) {
   add_report_command(app);
   add_puma_commands(app);
   add_serve_command(app);
+  add_mcp_command(app);
   add_version_command(app);
 
   std::vector<const char*> argv;

@@ -27,5 +27,7 @@ void add_report_command(CLI::App& app);
 void add_build_commands(CLI::App& app);
 void add_puma_commands(CLI::App& app);
 void add_serve_command(CLI::App& app);
+//! `pwab mcp`: the environment as an MCP server on stdio (cmd_mcp.cpp).
+void add_mcp_command(CLI::App& app);
 
 }  // namespace pwab::cli

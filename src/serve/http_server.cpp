@@ -180,6 +180,7 @@ HttpServer::HttpServer(EpisodeService& service, HttpOptions options)
     ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
     s.listen_fd = fd;
   });
+  if (s.options.extra_routes) s.options.extra_routes(s.server);  // before the catch-all routes below
   s.add_routes();
   auto handler = [&s](const httplib::Request& req, httplib::Response& res) { s.dispatch(req, res); };
   s.server.Get(".*", handler);
@@ -189,9 +190,12 @@ HttpServer::HttpServer(EpisodeService& service, HttpOptions options)
   s.server.Delete(".*", handler);
   s.server.Options(".*", handler);
   // A POST without Content-Length or a chunked body (`curl -X POST .../end`) has no body; httplib would refuse
-  // it with a bare 400 while trying to read one, so it is answered before that.
+  // it with a bare 400 while trying to read one, so it is answered before that. Only the API's own POST routes
+  // (under /v1/): other methods read no body, and the extra routes (/mcp) answer their own requests.
   s.server.set_pre_routing_handler([&s](const httplib::Request& req, httplib::Response& res) {
-    if (req.has_header("Content-Length") || req.has_header("Transfer-Encoding")) return httplib::Server::HandlerResponse::Unhandled;
+    if (req.method != "POST" || req.path.rfind("/v1/", 0) != 0 || req.has_header("Content-Length") ||
+        req.has_header("Transfer-Encoding"))
+      return httplib::Server::HandlerResponse::Unhandled;
     s.dispatch(req, res);
     return httplib::Server::HandlerResponse::Handled;
   });

@@ -14,10 +14,15 @@
 // idle episodes. The worker pool is sized so that every client can hold a keep-alive connection at once.
 #pragma once
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <string>
 
 #include "serve/episode_service.h"
+
+namespace httplib {
+class Server;
+}
 
 namespace pwab::serve {
 
@@ -30,6 +35,8 @@ struct HttpOptions {
   int keep_alive_timeout_s = 5;
   //! How often the janitor looks for idle episodes.
   double janitor_interval_s = 5;
+  //! Routes of another front end on the same server (MCP at /mcp: mcp_http.h), added before the API's own.
+  std::function<void(httplib::Server&)> extra_routes;
 };
 
 class HttpServer {

@@ -1,0 +1,112 @@
+#include "cli/serve_setup.h"
+
+#include <CLI/CLI.hpp>
+
+#include <nlohmann/json.hpp>
+#include <optional>
+
+#include "cli/common.h"
+#include "cli/env_setup.h"
+#include "core/hash.h"
+#include "core/version.h"
+#include "runner/results.h"
+#include "sim/llm_user.h"
+
+namespace pwab::cli {
+namespace {
+
+using Json = nlohmann::json;
+
+//! The run directories of a served run: OUT/single and OUT/multi, one per track because `pwab score` reads
+//! one track per directory. Reopened (resumed) when the server is restarted with the same settings.
+struct ServedRuns {
+  std::optional<runner::RunDirectory> single_turn, multi_turn;
+};
+
+ServedRuns open_served_runs(const ServiceArgs& a, const Json& base_config) {
+  ServedRuns runs;
+  if (a.out.empty()) return runs;
+  runner::RunManifest manifest;
+  manifest.seed = a.seed;
+  manifest.dataset_fingerprint = runner::dataset_fingerprint(a.data);
+  manifest.pwab_version = kVersion;
+  for (std::string track : {"single", "multi"}) {
+    Json config = base_config;
+    config["track"] = track;
+    manifest.config_json = config.dump();
+    auto dir = runner::RunDirectory::open(std::filesystem::path(a.out) / track, manifest, /*resume=*/true);
+    (track == "single" ? runs.single_turn : runs.multi_turn).emplace(std::move(dir));
+  }
+  return runs;
+}
+
+}  // namespace
+
+void add_service_flags(CLI::App& cmd, ServiceArgs& a) {
+  cmd.add_option("--data", a.data, "Dataset directory")->required();
+  cmd.add_option("--out", a.out, "Run directory: records of finished episodes in OUT/single and OUT/multi");
+  cmd.add_option("--max-sessions", a.max_sessions, "Episodes open at once")->capture_default_str()->check(CLI::Range(1, 1000000));
+  cmd.add_option("--idle-timeout", a.idle_timeout_s, "Seconds after which an idle episode is dropped")
+      ->capture_default_str()
+      ->check(CLI::Range(0.001, 1e9));
+  cmd.add_option("--seed", a.seed, "Default seed of the scripted user (as `pwab run --seed`)")->capture_default_str();
+  cmd.add_option("--embedder", a.embedder, "Text embedder of review rewards: fasttext, minilm:MODEL_DIR or hashing")
+      ->capture_default_str();
+  cmd.add_option("--checkpoint", a.checkpoint, "SASRec checkpoint (default: DATA/.pwab-rec/sasrec.pwab)");
+  cmd.add_option("--index-dir", a.index_dir, "Search index root (default: DATA/.pwab-index)");
+  cmd.add_option("--top-k", a.top_k, "Results per search/recommendation call")->capture_default_str()->check(CLI::Range(1, 1000));
+  add_llm_flags(cmd, a.llm);
+}
+
+// Built in dependency order; destroyed in reverse, the service first.
+struct ServedEnvironment::Parts {
+  explicit Parts(const ServiceArgs& a)
+      : ds(load_data(a.data)), world(open_environment(ds, a.data, a.index_dir, a.checkpoint, a.embedder, a.top_k)) {}
+
+  data::Dataset ds;
+  DatasetEnvironment world;
+  LlmSetup models;
+  ServedRuns runs;
+  std::unique_ptr<serve::EpisodeService> service;
+};
+
+ServedEnvironment::ServedEnvironment(const ServiceArgs& a) : parts_(std::make_unique<Parts>(a)) {
+  Parts& p = *parts_;
+  serve::ServiceOptions options;
+  options.max_sessions = a.max_sessions;
+  options.idle_timeout_s = a.idle_timeout_s;
+  options.seed = a.seed;
+  // The LLM user simulator, when a user model is named (same flags as `pwab run --user-sim llm`).
+  if (!a.llm.user_model.empty() || !a.llm.model.empty()) {
+    p.models = make_llm_setup(a.llm, /*need_agent=*/false, /*need_user=*/true);
+    llm::ChatModel& user_model = *p.models.user_model;
+    llm::Ledger& ledger = *p.models.ledger;
+    std::string name = p.models.user_model_name;
+    const data::Dataset& ds = p.ds;
+    options.llm_user = [&ds, &user_model, &ledger, name](const data::Task& t, uint64_t) -> std::unique_ptr<env::UserChannel> {
+      auto metered = std::make_unique<llm::MeteredChatModel>(user_model, ledger, llm::Role::kUser, runner::task_key(t));
+      return std::make_unique<sim::LlmUser>(ds, t, std::move(metered), name);
+    };
+  }
+
+  // What changes the records, as `pwab run` writes it; max_steps and the user simulator are per episode.
+  Json config = {{"mode", "serve"},
+                 {"agent", "served"},
+                 {"top_k", a.top_k},
+                 {"embedder", p.world.embedder->name()},
+                 {"search_index", p.world.services.index->fingerprint()},
+                 {"recommender", to_hex(hash_file(p.world.services.checkpoint))}};
+  if (auto llm_config = Json::parse(p.models.config_json.empty() ? "{}" : p.models.config_json); !llm_config.empty())
+    config["llm"] = llm_config;
+  p.runs = open_served_runs(a, config);
+  serve::RecordSinks sinks{p.runs.single_turn ? &*p.runs.single_turn : nullptr,
+                           p.runs.multi_turn ? &*p.runs.multi_turn : nullptr};
+  p.service = std::make_unique<serve::EpisodeService>(*p.world.environment, options, sinks);
+}
+
+ServedEnvironment::~ServedEnvironment() = default;
+
+serve::EpisodeService& ServedEnvironment::service() { return *parts_->service; }
+const data::Dataset& ServedEnvironment::dataset() const { return parts_->ds; }
+
+}  // namespace pwab::cli

@@ -1,0 +1,172 @@
+#include "serve/mcp_http.h"
+
+#include <httplib.h>
+
+#include <algorithm>
+#include <cctype>
+#include <random>
+
+namespace pwab::serve {
+
+using nlohmann::json;
+
+namespace {
+
+constexpr const char* kSessionHeader = "Mcp-Session-Id";
+constexpr const char* kVersionHeader = "MCP-Protocol-Version";
+
+std::string lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
+  return s;
+}
+
+// A transport-level refusal: the HTTP status plus a JSON-RPC error body, so SDK clients can show the message.
+void refuse(httplib::Response& res, int status, int code, const std::string& message) {
+  json body = {{"jsonrpc", "2.0"}, {"id", nullptr}, {"error", {{"code", code}, {"message", message}}}};
+  res.status = status;
+  res.set_content(body.dump(), "application/json");
+}
+
+// 128 random bits as hex: session ids must not be guessable (the spec asks for a secure random id).
+std::string random_session_id() {
+  static thread_local std::random_device device;
+  std::string id;
+  const char* hex = "0123456789abcdef";
+  for (int i = 0; i < 4; ++i) {
+    uint32_t word = device();
+    for (int j = 0; j < 8; ++j, word >>= 4) id.push_back(hex[word & 0xF]);
+  }
+  return id;
+}
+
+// The host of an Origin value "scheme://host[:port]" (brackets kept for IPv6); "" when it has no scheme.
+std::string origin_host(const std::string& origin) {
+  auto scheme_end = origin.find("://");
+  if (scheme_end == std::string::npos) return {};
+  std::string rest = origin.substr(scheme_end + 3);
+  rest = rest.substr(0, rest.find('/'));
+  if (!rest.empty() && rest.front() == '[') return lower(rest.substr(0, rest.find(']') + 1));
+  return lower(rest.substr(0, rest.find(':')));
+}
+
+// The spec asks clients to accept both application/json and text/event-stream; we answer JSON, so a client that
+// says it cannot take JSON is refused (406). No Accept header means anything.
+bool accepts_json(const httplib::Request& req) {
+  if (!req.has_header("Accept")) return true;
+  std::string accept = lower(req.get_header_value("Accept"));
+  return accept.find("application/json") != std::string::npos || accept.find("*/*") != std::string::npos ||
+         accept.find("application/*") != std::string::npos;
+}
+
+bool is_json_content(const httplib::Request& req) {
+  return lower(req.get_header_value("Content-Type")).rfind("application/json", 0) == 0;
+}
+
+bool is_initialize(const json& message) {
+  return message.is_object() && message.value("method", json()) == "initialize" && McpServer::is_request(message);
+}
+
+bool is_success_reply(const json& reply) { return reply.is_object() && reply.contains("result"); }
+
+}  // namespace
+
+McpHttpEndpoint::McpHttpEndpoint(McpServer& server, McpHttpOptions options)
+    : server_(server), options_(std::move(options)) {}
+
+void McpHttpEndpoint::mount(httplib::Server& http) {
+  http.Post(options_.path, [this](const httplib::Request& req, httplib::Response& res) { post(req, res); });
+  http.Delete(options_.path, [this](const httplib::Request& req, httplib::Response& res) { remove(req, res); });
+  http.Get(options_.path, [](const httplib::Request&, httplib::Response& res) {
+    res.set_header("Allow", "POST, DELETE");
+    refuse(res, 405, jsonrpc::kInvalidRequest, "this server sends no server-initiated messages: use POST");
+  });
+}
+
+std::size_t McpHttpEndpoint::n_sessions() const {
+  std::lock_guard lock(mu_);
+  return sessions_.size();
+}
+
+bool McpHttpEndpoint::origin_allowed(const httplib::Request& req) const {
+  if (!req.has_header("Origin")) return true;
+  const std::string host = origin_host(req.get_header_value("Origin"));
+  const auto& allowed = options_.allowed_origin_hosts;
+  return std::find(allowed.begin(), allowed.end(), host) != allowed.end();
+}
+
+std::string McpHttpEndpoint::open_session(const McpSession& session) {
+  std::lock_guard lock(mu_);
+  if (sessions_.size() >= std::max<std::size_t>(options_.max_sessions, 1)) {
+    auto oldest = std::min_element(sessions_.begin(), sessions_.end(),
+                                   [](const auto& a, const auto& b) { return a.second.last_used < b.second.last_used; });
+    sessions_.erase(oldest);
+  }
+  std::string id = random_session_id();
+  sessions_[id] = Entry{session, ++clock_};
+  return id;
+}
+
+bool McpHttpEndpoint::find_session(const std::string& id, McpSession& out) {
+  std::lock_guard lock(mu_);
+  auto it = sessions_.find(id);
+  if (it == sessions_.end()) return false;
+  it->second.last_used = ++clock_;
+  out = it->second.session;
+  return true;
+}
+
+void McpHttpEndpoint::update_session(const std::string& id, const McpSession& session) {
+  std::lock_guard lock(mu_);
+  auto it = sessions_.find(id);
+  // Only `initialized` changes after initialize; a session ended meanwhile stays ended.
+  if (it != sessions_.end()) it->second.session.initialized |= session.initialized;
+}
+
+void McpHttpEndpoint::post(const httplib::Request& req, httplib::Response& res) {
+  if (!origin_allowed(req)) return refuse(res, 403, jsonrpc::kInvalidRequest, "requests from this Origin are refused");
+  if (!accepts_json(req))
+    return refuse(res, 406, jsonrpc::kInvalidRequest, "the client must accept application/json replies");
+  if (!is_json_content(req))
+    return refuse(res, 415, jsonrpc::kInvalidRequest, "the body must be JSON (Content-Type: application/json)");
+  json message = json::parse(req.body, nullptr, /*allow_exceptions=*/false);
+  if (message.is_discarded()) return refuse(res, 400, jsonrpc::kParseError, "the body is not valid JSON");
+
+  McpSession session;
+  std::string session_id;
+  if (is_initialize(message)) {
+    json reply = server_.handle(message, session);
+    if (is_success_reply(reply)) res.set_header(kSessionHeader, open_session(session));
+    res.set_content(reply.dump(-1, ' ', false, json::error_handler_t::replace), "application/json");
+    return;
+  }
+  if (!req.has_header(kSessionHeader))
+    return refuse(res, 400, jsonrpc::kInvalidRequest, "the Mcp-Session-Id header is required (from initialize)");
+  session_id = req.get_header_value(kSessionHeader);
+  if (!find_session(session_id, session))
+    return refuse(res, 404, jsonrpc::kInvalidRequest, "unknown or ended MCP session: initialize again");
+  if (req.has_header(kVersionHeader)) {
+    const auto& ours = mcp_protocol_versions();
+    if (std::find(ours.begin(), ours.end(), req.get_header_value(kVersionHeader)) == ours.end())
+      return refuse(res, 400, jsonrpc::kInvalidRequest,
+                    "unsupported MCP-Protocol-Version '" + req.get_header_value(kVersionHeader) + "'");
+  }
+
+  json reply = server_.handle(message, session);
+  update_session(session_id, session);
+  if (reply.is_discarded()) {
+    res.status = 202;  // notifications and responses only
+    return;
+  }
+  res.set_content(reply.dump(-1, ' ', false, json::error_handler_t::replace), "application/json");
+}
+
+void McpHttpEndpoint::remove(const httplib::Request& req, httplib::Response& res) {
+  if (!origin_allowed(req)) return refuse(res, 403, jsonrpc::kInvalidRequest, "requests from this Origin are refused");
+  if (!req.has_header(kSessionHeader)) return refuse(res, 400, jsonrpc::kInvalidRequest, "the Mcp-Session-Id header is required");
+  std::lock_guard lock(mu_);
+  if (sessions_.erase(req.get_header_value(kSessionHeader)) == 0)
+    return refuse(res, 404, jsonrpc::kInvalidRequest, "unknown or ended MCP session");
+  res.status = 204;
+}
+
+}  // namespace pwab::serve

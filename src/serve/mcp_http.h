@@ -1,0 +1,68 @@
+// src/serve/mcp_http.h: MCP's streamable HTTP transport for McpServer, mounted on an httplib::Server at /mcp.
+//
+// POST /mcp carries JSON-RPC messages and is answered with application/json (the spec lets a server answer without
+// an SSE stream): 200 with the reply for requests, 202 for notifications and responses. `initialize` opens an MCP
+// session and its reply carries the Mcp-Session-Id header; every later request must send it back (400 without it,
+// 404 for an unknown or ended one: the client then initializes again). DELETE /mcp ends the session; GET /mcp
+// answers 405, as there are no server-initiated messages. A request with an Origin header from anywhere but this
+// machine (localhost, 127.0.0.1, [::1]) gets 403, against DNS rebinding. Thread-safe: requests of one session may
+// run concurrently, since each tool call is its own episode step.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "serve/mcp.h"
+
+namespace httplib {
+class Server;
+struct Request;
+struct Response;
+}  // namespace httplib
+
+namespace pwab::serve {
+
+struct McpHttpOptions {
+  std::string path = "/mcp";
+  //! MCP sessions kept at once; opening one more drops the least recently used (its client gets 404 and
+  //! initializes again, as the spec says). Episodes are not tied to MCP sessions and survive it.
+  std::size_t max_sessions = 1000;
+  //! Hosts an Origin header may name (browsers send it; other clients usually do not).
+  std::vector<std::string> allowed_origin_hosts = {"localhost", "127.0.0.1", "[::1]"};
+};
+
+class McpHttpEndpoint {
+ public:
+  //! `server` must outlive the endpoint, and the endpoint the httplib::Server it is mounted on.
+  explicit McpHttpEndpoint(McpServer& server, McpHttpOptions options = {});
+
+  //! Adds the POST, GET and DELETE handlers for options.path to `http`.
+  void mount(httplib::Server& http);
+
+  //! MCP sessions open now.
+  std::size_t n_sessions() const;
+
+ private:
+  struct Entry {
+    McpSession session;
+    uint64_t last_used = 0;
+  };
+
+  void post(const httplib::Request& req, httplib::Response& res);
+  void remove(const httplib::Request& req, httplib::Response& res);
+  bool origin_allowed(const httplib::Request& req) const;
+  std::string open_session(const McpSession& session);
+  bool find_session(const std::string& id, McpSession& out);
+  void update_session(const std::string& id, const McpSession& session);
+
+  McpServer& server_;
+  McpHttpOptions options_;
+  mutable std::mutex mu_;  // guards sessions_ and clock_
+  std::unordered_map<std::string, Entry> sessions_;
+  uint64_t clock_ = 0;  // a use counter, for least-recently-used eviction
+};
+
+}  // namespace pwab::serve
