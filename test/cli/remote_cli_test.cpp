@@ -114,7 +114,7 @@ class RemoteCli : public ::testing::Test {
     dir_ = nullptr;
   }
   void SetUp() override {
-    if (!have_python3()) GTEST_SKIP() << "python3 is not installed";
+    if (!have_python3()) PWAB_SKIP_MISSING_TOOL("python3 is not installed");
     ASSERT_NE(agent_, nullptr);
     ASSERT_FALSE(agent_->url().empty()) << "the example agent did not print its URL";
   }

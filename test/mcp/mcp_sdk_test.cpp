@@ -112,7 +112,7 @@ class McpSdk : public ::testing::Test {
     delete dir_;
   }
   void SetUp() override {
-    if (!skip_reason_.empty()) GTEST_SKIP() << skip_reason_;
+    if (!skip_reason_.empty()) PWAB_SKIP_MISSING_TOOL(skip_reason_);
     ASSERT_TRUE(server_ != nullptr && server_->port() > 0)
         << "pwab serve did not start:\n" << pwab::test::read_text(*dir_ / "serve.log");
   }

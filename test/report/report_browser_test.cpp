@@ -139,7 +139,7 @@ class ReportBrowser : public ::testing::Test {
   }
   static void TearDownTestSuite() { delete dir_; }
   void SetUp() override {
-    if (chromium_binary().empty()) GTEST_SKIP() << "chromium is not installed (scripts/install-deps.sh installs it)";
+    if (chromium_binary().empty()) PWAB_SKIP_MISSING_TOOL("chromium is not installed (scripts/install-deps.sh installs it)");
   }
   static std::string path(const std::string& name) { return (*dir_ / name).string(); }
 

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cstdlib>
 #include <fstream>
 #include <random>
 #include <sstream>
@@ -42,6 +43,13 @@ void write_text(const fs::path& p, std::string_view text) {
 void copy_dir(const fs::path& from, const fs::path& to) {
   fs::create_directories(to);
   for (const auto& e : fs::directory_iterator(from)) fs::copy_file(e.path(), to / e.path().filename(), fs::copy_options::overwrite_existing);
+}
+
+bool under_ci() {
+  const char* ci = std::getenv("CI");
+  if (ci == nullptr) return false;
+  std::string value(ci);
+  return !value.empty() && value != "false" && value != "0";
 }
 
 }  // namespace pwab::test
