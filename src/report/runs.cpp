@@ -22,9 +22,12 @@ std::string run_title(const runner::RunManifest& manifest) {
   auto config = config_of(manifest);
   std::string title = config.contains("agent") && config["agent"].is_string() ? config["agent"].get<std::string>()
                                                                              : std::string("run");
-  if (config.contains("agent_config") && config["agent_config"].is_object() &&
-      config["agent_config"].contains("memory") && config["agent_config"]["memory"].is_string())
-    title += " (" + config["agent_config"]["memory"].get<std::string>() + ")";
+  // The detail in brackets: the memory strategy of built-in agents, the label (or URL) of a remote agent.
+  if (!config.contains("agent_config") || !config["agent_config"].is_object()) return title;
+  const Json& agent = config["agent_config"];
+  for (const char* detail : {"memory", "name"})
+    if (agent.contains(detail) && agent[detail].is_string())
+      return title + " (" + agent[detail].get<std::string>() + ")";
   return title;
 }
 
