@@ -15,6 +15,7 @@
 #include <sstream>
 
 #include "data/loader.h"
+#include "support/missing_tool.h"
 #include "support/test_support.h"
 
 namespace {

@@ -20,6 +20,7 @@
 
 #include "data/loader.h"
 #include "env/tools.h"
+#include "support/missing_tool.h"
 #include "support/test_support.h"
 
 namespace {

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 #include <regex>
 
+#include "support/missing_tool.h"
 #include "support/test_support.h"
 #include "page_text.h"
 

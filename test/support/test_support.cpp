@@ -1,5 +1,7 @@
 #include "support/test_support.h"
 
+#include "support/missing_tool.h"
+
 #include <unistd.h>
 
 #include <atomic>
