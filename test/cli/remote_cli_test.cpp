@@ -194,9 +194,9 @@ TEST_F(RemoteCli, SingleTurnRunsTheExampleAgentOnEveryTask) {
             0)
       << err;
   EXPECT_NE(err.find("ran 0 tasks"), std::string::npos) << err;
-  std::string table;
-  ASSERT_EQ(run_binary("score " + out("named"), &table), 0);
-  EXPECT_NE(table.find("remote (example)"), std::string::npos) << table;  // the label names the row
+  std::string named_table;
+  ASSERT_EQ(run_binary("score " + out("named"), &named_table), 0);
+  EXPECT_NE(named_table.find("remote (example)"), std::string::npos) << named_table;  // the label names the row
   EXPECT_EQ(run_binary(run_args("single", "named") + " --tasks 0:4 --agent-opt name=other --resume", nullptr, &err), 2);
   EXPECT_NE(err.find("config"), std::string::npos) << err;
 }
