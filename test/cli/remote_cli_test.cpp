@@ -23,15 +23,7 @@ namespace {
 using pwab::test::TempDir;
 using Json = nlohmann::json;
 
-int run_binary(const std::string& args, std::string* output = nullptr, std::string* errors = nullptr) {
-  TempDir out_dir;
-  std::string cmd = std::string(PWAB_BINARY) + " " + args + " > " + (out_dir / "out").string() + " 2> " +
-                    (out_dir / "err").string();
-  int status = std::system(cmd.c_str());
-  if (output) *output = pwab::test::read_text(out_dir / "out");
-  if (errors) *errors = pwab::test::read_text(out_dir / "err");
-  return WEXITSTATUS(status);
-}
+using pwab::test::run_pwab;
 
 bool have_python3() { return std::system("command -v python3 > /dev/null 2>&1") == 0; }
 
@@ -104,8 +96,8 @@ class RemoteCli : public ::testing::Test {
     if (!have_python3()) return;
     dir_ = new TempDir;
     data_ = (*dir_ / "mini").string();
-    ASSERT_EQ(run_binary("data synth --out " + data_ + " --scale mini --seed 3"), 0);
-    ASSERT_EQ(run_binary("rec train " + data_ + " --epochs 2 --eval-every 0"), 0);
+    ASSERT_EQ(run_pwab("data synth --out " + data_ + " --scale mini --seed 3"), 0);
+    ASSERT_EQ(run_pwab("rec train " + data_ + " --epochs 2 --eval-every 0"), 0);
     agent_ = new AgentProcess;
   }
   static void TearDownTestSuite() {
@@ -139,7 +131,7 @@ class RemoteCli : public ::testing::Test {
 
   static double overall_f_acc(const std::string& run) {
     std::string summary;
-    EXPECT_EQ(run_binary("score " + out(run) + " --format json", &summary), 0);
+    EXPECT_EQ(run_pwab("score " + out(run) + " --format json", &summary), 0);
     return Json::parse(summary)["groups"]["overall"]["f_acc"]["value"].get<double>();
   }
 
@@ -153,7 +145,7 @@ AgentProcess* RemoteCli::agent_ = nullptr;
 
 TEST_F(RemoteCli, SingleTurnRunsTheExampleAgentOnEveryTask) {
   std::string table, err;
-  ASSERT_EQ(run_binary(run_args("single", "st"), &table, &err), 0) << err;
+  ASSERT_EQ(run_pwab(run_args("single", "st"), &table, &err), 0) << err;
   EXPECT_NE(table.find("remote"), std::string::npos) << table;
   auto ds = pwab::data::load_dataset(data_);
   auto records = read_records(out("st"));
@@ -187,23 +179,23 @@ TEST_F(RemoteCli, SingleTurnRunsTheExampleAgentOnEveryTask) {
   EXPECT_EQ(manifest["config"]["agent_config"]["name"], agent_->url());
 
   // With a name instead of the URL, a later session resumes from another address; another name is refused.
-  ASSERT_EQ(run_binary(run_args("single", "named") + " --tasks 0:4 --agent-opt name=example"), 0);
-  ASSERT_EQ(run_binary("run --data " + data_ + " --agent remote --agent-url http://127.0.0.1:1/ --seed 5 --tasks 0:4 "
+  ASSERT_EQ(run_pwab(run_args("single", "named") + " --tasks 0:4 --agent-opt name=example"), 0);
+  ASSERT_EQ(run_pwab("run --data " + data_ + " --agent remote --agent-url http://127.0.0.1:1/ --seed 5 --tasks 0:4 "
                        "--agent-opt name=example --resume --out " + out("named"),
                        nullptr, &err),
             0)
       << err;
   EXPECT_NE(err.find("ran 0 tasks"), std::string::npos) << err;
   std::string named_table;
-  ASSERT_EQ(run_binary("score " + out("named"), &named_table), 0);
+  ASSERT_EQ(run_pwab("score " + out("named"), &named_table), 0);
   EXPECT_NE(named_table.find("remote (example)"), std::string::npos) << named_table;  // the label names the row
-  EXPECT_EQ(run_binary(run_args("single", "named") + " --tasks 0:4 --agent-opt name=other --resume", nullptr, &err), 2);
+  EXPECT_EQ(run_pwab(run_args("single", "named") + " --tasks 0:4 --agent-opt name=other --resume", nullptr, &err), 2);
   EXPECT_NE(err.find("config"), std::string::npos) << err;
 }
 
 TEST_F(RemoteCli, MultiTurnAsksOnceThenActsThenStops) {
   std::string table, err;
-  ASSERT_EQ(run_binary(run_args("multi", "mt") + " --tasks 0:30", &table, &err), 0) << err;
+  ASSERT_EQ(run_pwab(run_args("multi", "mt") + " --tasks 0:30", &table, &err), 0) << err;
   EXPECT_NE(table.find("Avg. Steps"), std::string::npos) << table;
   auto records = read_records(out("mt"));
   ASSERT_EQ(records.size(), 30u);
@@ -236,13 +228,13 @@ TEST_F(RemoteCli, MultiTurnAsksOnceThenActsThenStops) {
 
 TEST_F(RemoteCli, UsageErrors) {
   std::string err;
-  EXPECT_EQ(run_binary("run --data " + data_ + " --agent remote --out " + out("u1"), nullptr, &err), 2);
+  EXPECT_EQ(run_pwab("run --data " + data_ + " --agent remote --out " + out("u1"), nullptr, &err), 2);
   EXPECT_NE(err.find("--agent-url"), std::string::npos) << err;
-  EXPECT_EQ(run_binary("run --data " + data_ + " --agent heuristic --agent-url " + agent_->url() + " --out " + out("u2"),
+  EXPECT_EQ(run_pwab("run --data " + data_ + " --agent heuristic --agent-url " + agent_->url() + " --out " + out("u2"),
                        nullptr, &err),
             2);
   EXPECT_NE(err.find("--agent remote"), std::string::npos) << err;
-  EXPECT_EQ(run_binary("run --data " + data_ + " --agent remote --agent-url localhost:80 --out " + out("u3"), nullptr,
+  EXPECT_EQ(run_pwab("run --data " + data_ + " --agent remote --agent-url localhost:80 --out " + out("u3"), nullptr,
                        &err),
             2);
   EXPECT_NE(err.find("http://"), std::string::npos) << err;
@@ -250,7 +242,7 @@ TEST_F(RemoteCli, UsageErrors) {
 
 TEST_F(RemoteCli, AgentsListsRemote) {
   std::string list;
-  ASSERT_EQ(run_binary("agents", &list), 0);
+  ASSERT_EQ(run_pwab("agents", &list), 0);
   EXPECT_NE(list.find("remote"), std::string::npos) << list;
   EXPECT_NE(list.find("--agent-url"), std::string::npos) << list;
 }

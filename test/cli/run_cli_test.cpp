@@ -14,15 +14,7 @@ namespace {
 
 using pwab::test::TempDir;
 
-int run_binary(const std::string& args, std::string* output = nullptr, std::string* errors = nullptr) {
-  TempDir out_dir;
-  std::string cmd = std::string(PWAB_BINARY) + " " + args + " > " + (out_dir / "out").string() + " 2> " +
-                    (out_dir / "err").string();
-  int status = std::system(cmd.c_str());
-  if (output) *output = pwab::test::read_text(out_dir / "out");
-  if (errors) *errors = pwab::test::read_text(out_dir / "err");
-  return WEXITSTATUS(status);
-}
+using pwab::test::run_pwab;
 
 bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
@@ -32,8 +24,8 @@ class RunCli : public ::testing::Test {
   static void SetUpTestSuite() {
     dir_ = new TempDir;
     data_ = (*dir_ / "mini").string();
-    ASSERT_EQ(run_binary("data synth --out " + data_ + " --scale mini --seed 2"), 0);
-    ASSERT_EQ(run_binary("rec train " + data_ + " --epochs 3 --eval-every 0"), 0);
+    ASSERT_EQ(run_pwab("data synth --out " + data_ + " --scale mini --seed 2"), 0);
+    ASSERT_EQ(run_pwab("rec train " + data_ + " --epochs 3 --eval-every 0"), 0);
   }
   static void TearDownTestSuite() { delete dir_; }
   static std::string out(const std::string& name) { return (*dir_ / name).string(); }
@@ -46,7 +38,7 @@ std::string RunCli::data_;
 
 TEST_F(RunCli, SingleTurnRunScoresAndRescores) {
   std::string table, err;
-  ASSERT_EQ(run_binary("run --data " + data_ + " --agent heuristic --out " + out("st") + " --seed 1", &table, &err), 0)
+  ASSERT_EQ(run_pwab("run --data " + data_ + " --agent heuristic --out " + out("st") + " --seed 1", &table, &err), 0)
       << err;
   EXPECT_TRUE(has(table, "Search")) << table;
   EXPECT_TRUE(has(table, "heuristic")) << table;
@@ -57,16 +49,16 @@ TEST_F(RunCli, SingleTurnRunScoresAndRescores) {
     EXPECT_TRUE(std::filesystem::exists(std::filesystem::path(out("st")) / f)) << f;
 
   std::string rescored;
-  ASSERT_EQ(run_binary("score " + out("st"), &rescored), 0);
+  ASSERT_EQ(run_pwab("score " + out("st"), &rescored), 0);
   EXPECT_EQ(rescored, table);
-  ASSERT_EQ(run_binary("score " + out("st") + " --format json", &rescored), 0);
+  ASSERT_EQ(run_pwab("score " + out("st") + " --format json", &rescored), 0);
   EXPECT_EQ(rescored, pwab::test::read_text(std::filesystem::path(out("st")) / "summary.json"));
   auto summary = nlohmann::json::parse(rescored);
   EXPECT_GT(summary["groups"]["overall"]["r_acc"]["value"].get<double>(), 0.0);
   EXPECT_EQ(summary["groups"]["overall"]["f_acc"]["value"].get<double>() > 0.5, true);
-  ASSERT_EQ(run_binary("score " + out("st") + " --format csv", &rescored), 0);
+  ASSERT_EQ(run_pwab("score " + out("st") + " --format csv", &rescored), 0);
   EXPECT_EQ(rescored.rfind("group,metric,value,ci_low,ci_high,n_tasks\n", 0), 0u) << rescored;
-  ASSERT_EQ(run_binary("score " + out("st") + " --format md", &rescored), 0);
+  ASSERT_EQ(run_pwab("score " + out("st") + " --format md", &rescored), 0);
   EXPECT_TRUE(has(rescored, "|")) << rescored;
 
   auto manifest = nlohmann::json::parse(pwab::test::read_text(std::filesystem::path(out("st")) / "manifest.json"));
@@ -76,28 +68,28 @@ TEST_F(RunCli, SingleTurnRunScoresAndRescores) {
   EXPECT_EQ(manifest["seed"], 1);
 
   // Resume of a finished run does nothing; a different config is refused, naming what differs.
-  ASSERT_EQ(run_binary("run --data " + data_ + " --agent heuristic --out " + out("st") + " --seed 1 --resume", &table,
+  ASSERT_EQ(run_pwab("run --data " + data_ + " --agent heuristic --out " + out("st") + " --seed 1 --resume", &table,
                        &err),
             0)
       << err;
   EXPECT_TRUE(has(err, "ran 0 tasks")) << err;
-  EXPECT_EQ(run_binary("run --data " + data_ + " --agent heuristic --memory none --out " + out("st") + " --resume",
+  EXPECT_EQ(run_pwab("run --data " + data_ + " --agent heuristic --memory none --out " + out("st") + " --resume",
                        nullptr, &err),
             2);
   EXPECT_TRUE(has(err, "config")) << err;
-  EXPECT_EQ(run_binary("run --data " + data_ + " --agent heuristic --out " + out("st"), nullptr, &err), 2);
+  EXPECT_EQ(run_pwab("run --data " + data_ + " --agent heuristic --out " + out("st"), nullptr, &err), 2);
   EXPECT_TRUE(has(err, "already")) << err;
 
   // The no-memory variant, compared with the full agent: a paired report.
-  ASSERT_EQ(run_binary("run --data " + data_ + " --agent heuristic --memory none --quiet --out " + out("st-none")), 0);
+  ASSERT_EQ(run_pwab("run --data " + data_ + " --agent heuristic --memory none --quiet --out " + out("st-none")), 0);
   std::string cmp;
-  ASSERT_EQ(run_binary("compare " + out("st-none") + " " + out("st"), &cmp, &err), 0) << err;
+  ASSERT_EQ(run_pwab("compare " + out("st-none") + " " + out("st"), &cmp, &err), 0) << err;
   EXPECT_TRUE(has(cmp, "[A]") && has(cmp, "[B]")) << cmp;
 }
 
 TEST_F(RunCli, MultiTurnWithScriptedUser) {
   std::string table, err;
-  ASSERT_EQ(run_binary("run --data " + data_ + " --track multi --tasks 0:12 --concurrency 3 --out " + out("mt"), &table,
+  ASSERT_EQ(run_pwab("run --data " + data_ + " --track multi --tasks 0:12 --concurrency 3 --out " + out("mt"), &table,
                        &err),
             0)
       << err;
@@ -113,21 +105,21 @@ TEST_F(RunCli, MultiTurnWithScriptedUser) {
 TEST_F(RunCli, ShardsMergeToTheUnshardedRun) {
   std::string err;
   const std::string common = "run --data " + data_ + " --track multi --tasks 0:15 --seed 4 --quiet ";
-  ASSERT_EQ(run_binary(common + "--out " + out("whole")), 0);
+  ASSERT_EQ(run_pwab(common + "--out " + out("whole")), 0);
   for (int k = 0; k < 3; ++k)
-    ASSERT_EQ(run_binary(common + "--shard " + std::to_string(k) + "/3 --out " + out("s" + std::to_string(k)), nullptr,
+    ASSERT_EQ(run_pwab(common + "--shard " + std::to_string(k) + "/3 --out " + out("s" + std::to_string(k)), nullptr,
                          &err),
               0)
         << err;
   std::string merged, whole;
-  ASSERT_EQ(run_binary("merge --out " + out("merged") + " " + out("s0") + " " + out("s1") + " " + out("s2"), &merged,
+  ASSERT_EQ(run_pwab("merge --out " + out("merged") + " " + out("s0") + " " + out("s1") + " " + out("s2"), &merged,
                        &err),
             0)
       << err;
-  ASSERT_EQ(run_binary("score " + out("whole") + " --format json", &whole), 0);
-  ASSERT_EQ(run_binary("score " + out("merged") + " --format json", &merged), 0);
+  ASSERT_EQ(run_pwab("score " + out("whole") + " --format json", &whole), 0);
+  ASSERT_EQ(run_pwab("score " + out("merged") + " --format json", &merged), 0);
   EXPECT_EQ(merged, whole);
-  EXPECT_EQ(run_binary("merge --out " + out("merged2") + " " + out("s0") + " " + out("s1"), nullptr, &err), 2);
+  EXPECT_EQ(run_pwab("merge --out " + out("merged2") + " " + out("s0") + " " + out("s1"), nullptr, &err), 2);
   EXPECT_TRUE(has(err, "shard")) << err;
 }
 
@@ -147,7 +139,7 @@ std::map<std::string, nlohmann::json> records_by_id(const std::string& dir) {
 TEST_F(RunCli, TrialsGivePassHatAndResumePerTrial) {
   std::string table, err;
   const std::string common = "run --data " + data_ + " --track multi --tasks 0:9 --seed 3 --concurrency 2 ";
-  ASSERT_EQ(run_binary(common + "--trials 2 --out " + out("tr"), &table, &err), 0) << err;
+  ASSERT_EQ(run_pwab(common + "--trials 2 --out " + out("tr"), &table, &err), 0) << err;
   EXPECT_TRUE(has(table, "pass^2")) << table;
   EXPECT_TRUE(has(table, "Flip rate")) << table;
   auto manifest = nlohmann::json::parse(pwab::test::read_text(std::filesystem::path(out("tr")) / "manifest.json"));
@@ -156,7 +148,7 @@ TEST_F(RunCli, TrialsGivePassHatAndResumePerTrial) {
   EXPECT_EQ(records.size(), 18u);
 
   // Trial 0 is the single-trial run with the same seed, record for record.
-  ASSERT_EQ(run_binary(common + "--quiet --out " + out("tr-once")), 0);
+  ASSERT_EQ(run_pwab(common + "--quiet --out " + out("tr-once")), 0);
   auto once = records_by_id(out("tr-once"));
   ASSERT_EQ(once.size(), 9u);
   for (const auto& [id, rec] : once) EXPECT_EQ(records.at(id), rec) << id;
@@ -164,7 +156,7 @@ TEST_F(RunCli, TrialsGivePassHatAndResumePerTrial) {
   EXPECT_EQ(once_manifest["config"]["trials"], 1);
 
   std::string json;
-  ASSERT_EQ(run_binary("score " + out("tr") + " --format json", &json, &err), 0) << err;
+  ASSERT_EQ(run_pwab("score " + out("tr") + " --format json", &json, &err), 0) << err;
   EXPECT_EQ(json, pwab::test::read_text(std::filesystem::path(out("tr")) / "summary.json"));
   auto summary = nlohmann::json::parse(json);
   EXPECT_EQ(summary["trials"]["max_trials"], 2);
@@ -177,21 +169,21 @@ TEST_F(RunCli, TrialsGivePassHatAndResumePerTrial) {
   EXPECT_LE(p2, p1);  // all of two trials passing is never likelier than one
   EXPECT_EQ(overall["n_multi"], 9);
   // A stricter pass rule can only lower pass^1.
-  ASSERT_EQ(run_binary("score " + out("tr") + " --format json --pass-threshold 1", &json, &err), 0) << err;
+  ASSERT_EQ(run_pwab("score " + out("tr") + " --format json --pass-threshold 1", &json, &err), 0) << err;
   EXPECT_LE(nlohmann::json::parse(json)["trials"]["groups"]["overall"]["pass_hat"][0]["value"].get<double>(), p1);
   EXPECT_EQ(nlohmann::json::parse(json)["trials"]["pass_rule"]["review"], 1.0);
   std::string csv;
-  ASSERT_EQ(run_binary("score " + out("tr") + " --format csv", &csv), 0);
+  ASSERT_EQ(run_pwab("score " + out("tr") + " --format csv", &csv), 0);
   EXPECT_TRUE(has(csv, "\noverall,pass^2,")) << csv;
-  EXPECT_EQ(run_binary("score " + out("tr") + " --pass-threshold review=high", nullptr, &err), 2);
+  EXPECT_EQ(run_pwab("score " + out("tr") + " --pass-threshold review=high", nullptr, &err), 2);
   EXPECT_TRUE(has(err, "high")) << err;
 
   // Resume without --trials keeps 2 and has nothing to do; fewer is refused; more runs exactly the new trial.
-  ASSERT_EQ(run_binary(common + "--resume --out " + out("tr"), nullptr, &err), 0) << err;
+  ASSERT_EQ(run_pwab(common + "--resume --out " + out("tr"), nullptr, &err), 0) << err;
   EXPECT_TRUE(has(err, "ran 0 tasks")) << err;
-  EXPECT_EQ(run_binary(common + "--resume --trials 1 --out " + out("tr"), nullptr, &err), 2);
+  EXPECT_EQ(run_pwab(common + "--resume --trials 1 --out " + out("tr"), nullptr, &err), 2);
   EXPECT_TRUE(has(err, "2 trials")) << err;
-  ASSERT_EQ(run_binary(common + "--resume --trials 3 --out " + out("tr"), nullptr, &err), 0) << err;
+  ASSERT_EQ(run_pwab(common + "--resume --trials 3 --out " + out("tr"), nullptr, &err), 0) << err;
   EXPECT_TRUE(has(err, "ran 9 tasks")) << err;
   EXPECT_TRUE(has(err, "18 already done")) << err;
   auto raised = records_by_id(out("tr"));
@@ -199,30 +191,30 @@ TEST_F(RunCli, TrialsGivePassHatAndResumePerTrial) {
   for (const auto& [id, rec] : records) EXPECT_EQ(raised.at(id), rec) << id;  // earlier trials untouched
   manifest = nlohmann::json::parse(pwab::test::read_text(std::filesystem::path(out("tr")) / "manifest.json"));
   EXPECT_EQ(manifest["config"]["trials"], 3);
-  ASSERT_EQ(run_binary("score " + out("tr") + " --format json", &json), 0);
+  ASSERT_EQ(run_pwab("score " + out("tr") + " --format json", &json), 0);
   EXPECT_EQ(nlohmann::json::parse(json)["trials"]["groups"]["overall"]["pass_hat"].size(), 3u);
 
   // Compare pairs tasks by their means over trials.
   std::string cmp;
-  ASSERT_EQ(run_binary("compare " + out("tr-once") + " " + out("tr"), &cmp, &err), 0) << err;
+  ASSERT_EQ(run_pwab("compare " + out("tr-once") + " " + out("tr"), &cmp, &err), 0) << err;
   EXPECT_TRUE(has(cmp, "Paired tasks: 9")) << cmp;
   EXPECT_TRUE(has(cmp, "up to 1 per task in A, 3 in B")) << cmp;
 }
 
 TEST_F(RunCli, UsageErrors) {
   std::string err;
-  EXPECT_EQ(run_binary("run --data " + data_ + " --out " + out("u1") + " --agent nobody", nullptr, &err), 2);
+  EXPECT_EQ(run_pwab("run --data " + data_ + " --out " + out("u1") + " --agent nobody", nullptr, &err), 2);
   EXPECT_TRUE(has(err, "nobody")) << err;
-  EXPECT_EQ(run_binary("run --data " + data_ + " --out " + out("u2") + " --track sideways", nullptr, &err), 2);
-  EXPECT_EQ(run_binary("run --data " + data_ + " --out " + out("u3") + " --user-sim scripted", nullptr, &err), 2);
+  EXPECT_EQ(run_pwab("run --data " + data_ + " --out " + out("u2") + " --track sideways", nullptr, &err), 2);
+  EXPECT_EQ(run_pwab("run --data " + data_ + " --out " + out("u3") + " --user-sim scripted", nullptr, &err), 2);
   EXPECT_TRUE(has(err, "single-turn")) << err;
-  EXPECT_EQ(run_binary("run --data " + data_ + " --out " + out("u4") + " --shard 3/3", nullptr, &err), 2);
-  EXPECT_EQ(run_binary("run --data " + data_ + " --out " + out("u5") + " --tasks 9:2", nullptr, &err), 2);
-  EXPECT_EQ(run_binary("run --data " + data_ + " --out " + out("u6") + " --split history", nullptr, &err), 2);
-  EXPECT_EQ(run_binary("score /nonexistent-pwab-run", nullptr, &err), 1);
+  EXPECT_EQ(run_pwab("run --data " + data_ + " --out " + out("u4") + " --shard 3/3", nullptr, &err), 2);
+  EXPECT_EQ(run_pwab("run --data " + data_ + " --out " + out("u5") + " --tasks 9:2", nullptr, &err), 2);
+  EXPECT_EQ(run_pwab("run --data " + data_ + " --out " + out("u6") + " --split history", nullptr, &err), 2);
+  EXPECT_EQ(run_pwab("score /nonexistent-pwab-run", nullptr, &err), 1);
   EXPECT_TRUE(has(err, "manifest.json")) << err;
   std::string list;
-  ASSERT_EQ(run_binary("agents", &list), 0);
+  ASSERT_EQ(run_pwab("agents", &list), 0);
   EXPECT_TRUE(has(list, "heuristic")) << list;
 }
 

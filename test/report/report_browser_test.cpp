@@ -25,15 +25,7 @@ using pwab::test::read_text;
 using pwab::test::TempDir;
 using pwab::test::write_text;
 
-int run_binary(const std::string& args, std::string* output = nullptr, std::string* errors = nullptr) {
-  TempDir out_dir;
-  std::string cmd = std::string(PWAB_BINARY) + " " + args + " > " + (out_dir / "out").string() + " 2> " +
-                    (out_dir / "err").string();
-  int status = std::system(cmd.c_str());
-  if (output) *output = read_text(out_dir / "out");
-  if (errors) *errors = read_text(out_dir / "err");
-  return WEXITSTATUS(status);
-}
+using pwab::test::run_pwab;
 
 std::string chromium_binary() {
   for (const char* p : {"/usr/bin/chromium", "/usr/bin/chromium-browser"})
@@ -122,17 +114,17 @@ class ReportBrowser : public ::testing::Test {
     if (chromium_binary().empty()) return;
     dir_ = new TempDir;
     std::string data = (*dir_ / "mini").string(), err;
-    ASSERT_EQ(run_binary("data synth --out " + data + " --scale mini --seed 2"), 0);
-    ASSERT_EQ(run_binary("rec train " + data + " --epochs 3 --eval-every 0"), 0);
+    ASSERT_EQ(run_pwab("data synth --out " + data + " --scale mini --seed 2"), 0);
+    ASSERT_EQ(run_pwab("rec train " + data + " --epochs 3 --eval-every 0"), 0);
     const std::string run = "run --quiet --data " + data + " --agent heuristic --tasks 0:60 ";
-    ASSERT_EQ(run_binary(run + "--out " + path("st"), nullptr, &err), 0) << err;
-    ASSERT_EQ(run_binary(run + "--memory none --out " + path("st-none"), nullptr, &err), 0) << err;
-    ASSERT_EQ(run_binary("run --quiet --data " + data + " --agent heuristic --track multi --tasks 0:20 --out " +
+    ASSERT_EQ(run_pwab(run + "--out " + path("st"), nullptr, &err), 0) << err;
+    ASSERT_EQ(run_pwab(run + "--memory none --out " + path("st-none"), nullptr, &err), 0) << err;
+    ASSERT_EQ(run_pwab("run --quiet --data " + data + " --agent heuristic --track multi --tasks 0:20 --out " +
                              path("mt"),
                          nullptr, &err),
               0)
         << err;
-    ASSERT_EQ(run_binary("report " + path("st") + " " + path("st-none") + " " + path("mt") + " --out " +
+    ASSERT_EQ(run_pwab("report " + path("st") + " " + path("st-none") + " " + path("mt") + " --out " +
                              path("report.html"),
                          nullptr, &err),
               0)
@@ -195,7 +187,7 @@ TEST_F(ReportBrowser, NumbersEqualPwabScore) {
   const std::pair<std::string, std::string> runs[] = {{"R1", "st"}, {"R2", "st-none"}, {"R3", "mt"}};
   for (const auto& [id, name] : runs) {
     std::string json, err;
-    ASSERT_EQ(run_binary("score " + path(name) + " --format json", &json, &err), 0) << err;
+    ASSERT_EQ(run_pwab("score " + path(name) + " --format json", &json, &err), 0) << err;
     auto score = Json::parse(json);
     for (const char* group : {"search", "recommend", "review", "overall"}) {
       const Json& g = score["groups"][group];
@@ -212,7 +204,7 @@ TEST_F(ReportBrowser, NumbersEqualPwabScore) {
   }
   // The paired comparison: each cell appears in `pwab compare R1 R2`'s row of the same group and metric.
   std::string cmp, err;
-  ASSERT_EQ(run_binary("compare " + path("st") + " " + path("st-none"), &cmp, &err), 0) << err;
+  ASSERT_EQ(run_pwab("compare " + path("st") + " " + path("st-none"), &cmp, &err), 0) << err;
   const std::pair<std::string, std::string> groups[] = {
       {"search", "Search"}, {"recommend", "Recommendation"}, {"review", "Review"}, {"overall", "Overall"}};
   const std::pair<std::string, std::string> metrics[] = {{"f_acc", "Function Acc"}, {"r_acc", "Res Acc"}};
@@ -325,7 +317,7 @@ TEST_F(ReportBrowser, HostileRecordTextStaysText) {
   for (const auto& r : records) jsonl += r.dump() + "\n";
   write_text(hostile / "results.jsonl", jsonl);
   std::string err;
-  ASSERT_EQ(run_binary("report " + hostile.string() + " --title 'A <b>bold</b> title' --out " +
+  ASSERT_EQ(run_pwab("report " + hostile.string() + " --title 'A <b>bold</b> title' --out " +
                            (*dir_ / "hostile.html").string(),
                        nullptr, &err),
             0)
@@ -366,9 +358,9 @@ TEST_F(ReportBrowser, BrokenPagesAreDetected) {
 
 TEST_F(ReportBrowser, BadInputIsAClearError) {
   std::string err;
-  EXPECT_EQ(run_binary("report " + path("nowhere") + " --out " + path("x.html"), nullptr, &err), 1);
+  EXPECT_EQ(run_pwab("report " + path("nowhere") + " --out " + path("x.html"), nullptr, &err), 1);
   EXPECT_NE(err.find("manifest.json"), std::string::npos) << err;
-  EXPECT_EQ(run_binary("report " + path("st"), nullptr, &err), 2);  // --out is required
+  EXPECT_EQ(run_pwab("report " + path("st"), nullptr, &err), 2);  // --out is required
   EXPECT_FALSE(fs::exists(path("x.html")));
 }
 

@@ -2,6 +2,7 @@
 
 #include "support/missing_tool.h"
 
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -52,6 +53,16 @@ bool under_ci() {
   if (ci == nullptr) return false;
   std::string value(ci);
   return !value.empty() && value != "false" && value != "0";
+}
+
+int run_pwab(const std::string& args, std::string* output, std::string* errors) {
+  TempDir out_dir;
+  std::string cmd = std::string(PWAB_BINARY) + " " + args + " > " + (out_dir / "out").string() + " 2> " +
+                    (out_dir / "err").string();
+  int status = std::system(cmd.c_str());
+  if (output) *output = read_text(out_dir / "out");
+  if (errors) *errors = read_text(out_dir / "err");
+  return WEXITSTATUS(status);
 }
 
 }  // namespace pwab::test

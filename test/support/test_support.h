@@ -30,4 +30,8 @@ void write_text(const std::filesystem::path& p, std::string_view text);
 //! Copies every file of `from` into `to` (created).
 void copy_dir(const std::filesystem::path& from, const std::filesystem::path& to);
 
+//! Runs the built `pwab` binary (PWAB_BINARY) with `args`, a shell command-line tail, capturing its stdout and
+//! stderr; returns the exit status.
+int run_pwab(const std::string& args, std::string* output = nullptr, std::string* errors = nullptr);
+
 }  // namespace pwab::test
