@@ -49,7 +49,7 @@ struct AgentContext {
   //! The run's step cap (runner::EpisodeOptions::max_steps), so a multi-turn agent can plan to finish within it.
   int max_steps = 10;
   //! Where an agent reports transient trouble it recovers from (a retried request), one line each; null = silent.
-  std::function<void(const std::string&)> log;
+  std::function<void(const std::string&)> log{};
 };
 
 //! The options `pwab run` passes through (agent-specific flags). Unknown keys are a UsageError of the factory.
