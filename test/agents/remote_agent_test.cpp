@@ -138,7 +138,9 @@ TEST(RemoteAgent, RequestsCarryTheWholeEpisodeAndTheConversationGrows) {
     for (const char* key : {"protocol", "episode_id", "task", "track", "max_steps", "tools", "first_observation",
                             "history"})
       EXPECT_EQ(r[key], first[key]) << key;
-    if (i == 2) EXPECT_EQ(json(r["conversation"][0]), fx.request(1)["conversation"][0]);
+    if (i == 2) {
+      EXPECT_EQ(json(r["conversation"][0]), fx.request(1)["conversation"][0]);
+    }
   }
   json conversation = fx.request(2)["conversation"];
   EXPECT_EQ(conversation[0], json({{"action", {{"name", "respond"}, {"arguments", {{"content", "Which colour?"}}}}},
