@@ -132,15 +132,11 @@ void run_benchmark(const RunArgs& a) {
   data::Dataset ds = load_data(a.data);
   auto tasks = runner::select_tasks(ds, a.split, range, shard_index, shard_count);
 
-  // Services: BM25 index, SASRec, the embedder shared by rewards and memory retrieval.
-  EnvServices services = open_env_services(ds, a.data, a.index_dir, a.checkpoint, !a.quiet);
+  // The embedder shared by rewards and memory retrieval.
   LlmSetup models = make_llm_setup(a.llm, /*need_agent=*/true, /*need_user=*/user_sim == "llm");
   llm::Ledger& ledger = *models.ledger;
   auto embedder = a.embedder.rfind("openai:", 0) == 0 ? make_openai_embedder(a.llm, a.embedder.substr(7), &ledger)
                                                       : make_run_embedder(a.embedder, ds, a.data);
-  env::IndexSearch search_backend(*services.index);
-  env::SasrecRecommend recommend_backend(*services.recommender);
-  env::Environment environment(ds, &search_backend, &recommend_backend, *embedder, {a.top_k});
 
   agents::AgentOptions agent_options;
   agent_options.memory = a.memory;
@@ -170,6 +166,12 @@ void run_benchmark(const RunArgs& a) {
   const int trials = trials_to_run(a.trials, a.out, a.resume);
   TrialFactories factories(a.agent, agent_options, context, trials);
   agents::AgentFactory* factory = &factories.first();
+
+  // Services: BM25 index and SASRec, after the agent, so that its usage errors come before a first-run training.
+  EnvServices services = open_env_services(ds, a.data, a.index_dir, a.checkpoint, !a.quiet);
+  env::IndexSearch search_backend(*services.index);
+  env::SasrecRecommend recommend_backend(*services.recommender);
+  env::Environment environment(ds, &search_backend, &recommend_backend, *embedder, {a.top_k});
 
   int max_steps = a.max_steps > 0 ? a.max_steps
                                   : runner::loop_bound(track == runner::Track::kMultiTurn ? 10 : -1, factory->react_style());

@@ -94,10 +94,14 @@ TEST(Cli, FirstRunTrainsAndCachesTheRecommender) {
   std::string data = (dir / "mini").string(), out;
   ASSERT_EQ(run_binary("data synth --out " + data + " --scale mini --seed 4"), 0);
   std::string run = "run --data " + data + " --track single --agent heuristic --embedder hashing --tasks 0:3 --out ";
+  auto ckpt = dir / "mini" / ".pwab-rec" / "sasrec.pwab";
+  // A usage error of the agent comes before any training.
+  EXPECT_EQ(run_binary("run --data " + data + " --agent remote --out " + (dir / "r0").string(), &out), 2) << out;
+  EXPECT_NE(out.find("--agent-url"), std::string::npos) << out;
+  EXPECT_FALSE(std::filesystem::exists(ckpt));
   ASSERT_EQ(run_binary(run + (dir / "r1").string(), &out), 0) << out;
   EXPECT_NE(out.find("no recommender checkpoint yet; training SASRec (200 epochs)"), std::string::npos) << out;
   EXPECT_NE(out.find("SASRec trained in"), std::string::npos) << out;
-  auto ckpt = dir / "mini" / ".pwab-rec" / "sasrec.pwab";
   EXPECT_TRUE(std::filesystem::exists(ckpt));
   EXPECT_FALSE(std::filesystem::exists(ckpt.string() + ".partial"));
   // The second run reuses it, and a `pwab recommend` now finds it.
