@@ -1,7 +1,7 @@
 // src/agents/agent.h: how `pwab run` finds and builds agents (style.md §5: tau-bench's agents/ split).
 //
 // An agent is registered by name. Its factory is built once per run from the shared, read-only context (the
-// dataset, the embedder, a cache directory for trained artifacts) and then makes one runner::Agent per
+// dataset, the embedder, a cache directory for trained artifacts) and then makes one env::Agent per
 // episode, from any worker thread. Everything that changes an agent's behaviour is in its options and is
 // echoed by config_json(), which the run manifest stores so `--resume` can refuse a different agent.
 #pragma once
@@ -16,9 +16,9 @@
 
 #include "data/dataset.h"
 #include "embed/embedder.h"
+#include "env/agent.h"
 #include "llm/chat.h"
 #include "llm/ledger.h"
-#include "runner/episode.h"
 
 namespace pwab::agents {
 
@@ -74,7 +74,7 @@ class AgentFactory {
   //! (agents with per-user state, like InteRecAgent, plan their ordering from it). Default: nothing.
   virtual void prepare(const std::vector<const data::Task*>& tasks) { (void)tasks; }
   //! A fresh agent for one episode. Thread-safe.
-  virtual std::unique_ptr<runner::Agent> make(const data::Task& task) const = 0;
+  virtual std::unique_ptr<env::Agent> make(const data::Task& task) const = 0;
 };
 
 //! One line per registered agent: its name, a description and the paper row it reproduces.

@@ -12,7 +12,7 @@
 #include "core/json_writer.h"
 #include "core/sys.h"
 #include "env/tools.h"
-#include "runner/results.h"
+#include "env/agent.h"
 
 namespace fs = std::filesystem;
 
@@ -67,12 +67,12 @@ std::string steps_rule(std::string_view lead, int max_steps) {
 
 }  // namespace
 
-std::string fc_system_prompt(runner::Track track, int max_steps) {
+std::string fc_system_prompt(env::Track track, int max_steps) {
   std::string p(kOpening);
   p += kRuleRequest;
   p += kRulePickTool;
   p += kRuleToolsVary;
-  if (track == runner::Track::kSingleTurn) {
+  if (track == env::Track::kSingleTurn) {
     p += kRuleNoDialogue;
     p += kRuleOneTry;
     p += kRuleScore;
@@ -92,10 +92,10 @@ std::string fc_system_prompt(runner::Track track, int max_steps) {
   return p;
 }
 
-std::string taskspec_system_prompt(runner::Track track, int max_steps) {
+std::string taskspec_system_prompt(env::Track track, int max_steps) {
   std::string p(kOpening);
   p += kRuleRequest;
-  if (track == runner::Track::kSingleTurn) {
+  if (track == env::Track::kSingleTurn) {
     p += kRulePickTool;
     p += kRuleNoDialogue;
     p += kRuleOneCallOnly;
@@ -215,11 +215,11 @@ std::string FcAgentFactory::config_json() const {
   return out;
 }
 
-std::unique_ptr<runner::Agent> FcAgentFactory::make(const data::Task& task) const {
-  auto model = context_.llm.open(runner::task_key(task), llm::Role::kAgent);
+std::unique_ptr<env::Agent> FcAgentFactory::make(const data::Task& task) const {
+  auto model = context_.llm.open(data::task_key(task), llm::Role::kAgent);
   if (!model) throw UsageError("fc agent: the run's LLM access gave no model");
   // An LLM function predictor asks the episode's model first; its tokens count with the first step.
-  auto system = [this](const data::Task& t, runner::Track track, llm::ChatModel& llm) {
+  auto system = [this](const data::Task& t, env::Track track, llm::ChatModel& llm) {
     FunctionGuess guess;
     if (predictor_) guess = predictor_->predict(t.instruction, &llm);
     return SystemPrompt{system_message(t, track, guess.function), guess.prompt_tokens, guess.completion_tokens};
@@ -232,7 +232,7 @@ std::string FcAgentFactory::predicted_function(const data::Task& task) const {
   return predictor_->predict(task.instruction, nullptr).function;
 }
 
-std::string FcAgentFactory::system_message(const data::Task& task, runner::Track track,
+std::string FcAgentFactory::system_message(const data::Task& task, env::Track track,
                                            std::string_view predicted_function) const {
   const data::Dataset& ds = *context_.ds;
   MemoryOptions mo;

@@ -24,9 +24,9 @@ inline constexpr std::string_view kFcPromptsVersion = "pwab-fc-prompts/1";
 
 //! The environment's system prompt (reference §2.5, our own words): an opening line, a blank line, "Rules:" and
 //! the rules, ending with a newline. Multi-turn states the step budget `max_steps`.
-std::string fc_system_prompt(runner::Track track, int max_steps);
+std::string fc_system_prompt(env::Track track, int max_steps);
 //! The prompt that replaces it under task-specific memory (§4.6a, our own words); same layout.
-std::string taskspec_system_prompt(runner::Track track, int max_steps);
+std::string taskspec_system_prompt(env::Track track, int max_steps);
 
 //! Everything that changes the fc agent's behaviour besides the LLM settings (echoed by config_json()).
 struct FcOptions {
@@ -59,8 +59,8 @@ class FcAgentFactory final : public AgentFactory {
   //! {"agent": "fc", "model", "temperature", "max_tokens", "seed", "memory", "memory_length", "relevance",
   //! "prompts", "function_model", "embedder", "max_steps"}.
   std::string config_json() const override;
-  //! Opens the episode's model: context.llm.open(runner::task_key(task), llm::Role::kAgent).
-  std::unique_ptr<runner::Agent> make(const data::Task& task) const override;
+  //! Opens the episode's model: context.llm.open(data::task_key(task), llm::Role::kAgent).
+  std::unique_ptr<env::Agent> make(const data::Task& task) const override;
 
   //! The task-function predictor of taskspec memory (null otherwise).
   const FunctionPredictor* predictor() const { return predictor_.get(); }
@@ -70,8 +70,8 @@ class FcAgentFactory final : public AgentFactory {
   //! The episode's system message: the prompt, then the memory unless it is "none" (baselines: prompt + memory;
   //! taskspec: its own prompt + "\n" + memory for `predicted_function`, or the plain prompt when the memory is
   //! "none"). The two-argument form predicts the function itself (offline predictors only).
-  std::string system_message(const data::Task& task, runner::Track track, std::string_view predicted_function) const;
-  std::string system_message(const data::Task& task, runner::Track track) const {
+  std::string system_message(const data::Task& task, env::Track track, std::string_view predicted_function) const;
+  std::string system_message(const data::Task& task, env::Track track) const {
     return system_message(task, track, predicted_function(task));
   }
   const FcOptions& options() const { return options_; }

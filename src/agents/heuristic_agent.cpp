@@ -82,7 +82,7 @@ struct HeuristicAgentFactory::Shared {
 
 namespace {
 
-runner::AgentStep action(std::string_view name, std::string arguments_json) {
+env::AgentStep action(std::string_view name, std::string arguments_json) {
   return {{std::string(name), std::move(arguments_json)}, 0, 0};
 }
 
@@ -114,11 +114,11 @@ std::string corrected_function(std::string_view reply) {
   return {};
 }
 
-class HeuristicAgent final : public runner::Agent {
+class HeuristicAgent final : public env::Agent {
  public:
   explicit HeuristicAgent(const HeuristicAgentFactory::Shared& shared) : s_(shared) {}
 
-  void begin(const data::Task& task, const std::string& first_observation, runner::Track track) override {
+  void begin(const data::Task& task, const std::string& first_observation, env::Track track) override {
     // Only the instruction, the user and the time are read from the task: never its target.
     instruction_ = task.instruction;
     track_ = track;
@@ -131,9 +131,9 @@ class HeuristicAgent final : public runner::Agent {
     }
   }
 
-  runner::AgentStep next(const std::string& observation) override {
+  env::AgentStep next(const std::string& observation) override {
     ++steps_;
-    if (track_ == runner::Track::kSingleTurn || phase_ == Phase::kFirstCall) return call();
+    if (track_ == env::Track::kSingleTurn || phase_ == Phase::kFirstCall) return call();
     if (phase_ == Phase::kAfterCall) return ask_or_stop();
     return read_reply(observation);
   }
@@ -146,14 +146,14 @@ class HeuristicAgent final : public runner::Agent {
     type_ = env::task_type_of_function(function_).value_or(data::TaskType::kSearch);
   }
 
-  runner::AgentStep call() {
+  env::AgentStep call() {
     phase_ = Phase::kAfterCall;
     last_arguments_ = arguments();
     return action(function_, last_arguments_);
   }
 
   //! After a call: ask for feedback while a reply can still be used (it needs one more step).
-  runner::AgentStep ask_or_stop() {
+  env::AgentStep ask_or_stop() {
     if (steps_ + 1 > s_.options.max_steps) return action(env::kStop, "{}");
     int budget = type_ == data::TaskType::kRecommend ? s_.options.recommend_questions : s_.options.max_steps;
     if (static_cast<int>(asked_.size()) >= budget) return action(env::kStop, "{}");
@@ -164,7 +164,7 @@ class HeuristicAgent final : public runner::Agent {
   }
 
   //! After a question: stop when satisfied, call again when the reply changed the call, else ask once more.
-  runner::AgentStep read_reply(const std::string& reply) {
+  env::AgentStep read_reply(const std::string& reply) {
     if (std::string f = corrected_function(reply); !f.empty() && f != function_) {
       set_function(f);
       return call();
@@ -223,7 +223,7 @@ class HeuristicAgent final : public runner::Agent {
 
   const HeuristicAgentFactory::Shared& s_;
   std::string instruction_;
-  runner::Track track_ = runner::Track::kSingleTurn;
+  env::Track track_ = env::Track::kSingleTurn;
   std::string function_;
   data::TaskType type_ = data::TaskType::kSearch;
   const data::Product* reviewed_ = nullptr;
@@ -283,7 +283,7 @@ std::string HeuristicAgentFactory::config_json() const {
   return out;
 }
 
-std::unique_ptr<runner::Agent> HeuristicAgentFactory::make(const data::Task&) const {
+std::unique_ptr<env::Agent> HeuristicAgentFactory::make(const data::Task&) const {
   return std::make_unique<HeuristicAgent>(*shared_);
 }
 

@@ -50,7 +50,7 @@ class HeuristicAgentFactory final : public AgentFactory {
 
   std::string name() const override { return "heuristic"; }
   std::string config_json() const override;
-  std::unique_ptr<runner::Agent> make(const data::Task& task) const override;
+  std::unique_ptr<env::Agent> make(const data::Task& task) const override;
 
   const FunctionClassifier& classifier() const { return *classifier_; }
   const HeuristicOptions& options() const { return options_; }

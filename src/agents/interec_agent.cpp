@@ -16,7 +16,7 @@
 #include "core/py_format.h"
 #include "core/sys.h"
 #include "env/tools.h"
-#include "runner/results.h"
+#include "env/agent.h"
 
 namespace fs = std::filesystem;
 
@@ -80,10 +80,10 @@ InterecProfile heuristic_interec_profile(const data::Dataset& ds, data::UserId u
 // Prompts (§4.5, our own words; keys, item ids, tool names and the exact layouts kept)
 // ------------------------------------------------------------------------------------------------------------
 
-std::string interec_system_prompt(runner::Track track, int max_steps) {
-  std::string p = fc_system_prompt(runner::Track::kSingleTurn, 10);
+std::string interec_system_prompt(env::Track track, int max_steps) {
+  std::string p = fc_system_prompt(env::Track::kSingleTurn, 10);
   p = p.substr(0, p.find("Rules:\n") + 7);
-  const int num = track == runner::Track::kSingleTurn ? -1 : max_steps;
+  const int num = track == env::Track::kSingleTurn ? -1 : max_steps;
   p += "- Every request tells you the user's user_id and what that user is asking for.\n";
   p += "- Pick the tool best suited to the request and call it to locate the product wanted or to produce the review "
        "wanted.\n";
@@ -267,7 +267,7 @@ class InterecAgentFactory::Agent final : public ToolChatAgent {
   Agent(const InterecAgentFactory& factory, const data::Task& task, bool planned, bool owns_update,
         InterecProfile snapshot, std::unique_ptr<llm::ChatModel> model)
       : ToolChatAgent(
-            [&factory, snapshot = std::move(snapshot)](const data::Task& t, runner::Track track, llm::ChatModel&) {
+            [&factory, snapshot = std::move(snapshot)](const data::Task& t, env::Track track, llm::ChatModel&) {
               return SystemPrompt{factory.system_message(t, track, snapshot)};
             },
             factory.context_.llm, factory.tools_json_, std::move(model)),
@@ -405,7 +405,7 @@ void InterecAgentFactory::plan(const std::vector<const data::Task*>& tasks) {
   std::lock_guard lock(mu_);
   queues_.clear();
   for (const auto* t : tasks) {
-    std::string key = runner::task_key(*t);
+    std::string key = data::task_key(*t);
     if (!applied_.count(key)) queues_[t->user].push_back(std::move(key));
   }
   planned_ = true;
@@ -414,7 +414,7 @@ void InterecAgentFactory::plan(const std::vector<const data::Task*>& tasks) {
 void InterecAgentFactory::ensure_default_plan_locked(data::Split split) const {
   if (planned_) return;
   for (const auto& t : context_.ds->tasks(split)) {
-    std::string key = runner::task_key(t);
+    std::string key = data::task_key(t);
     if (!applied_.count(key)) queues_[t.user].push_back(std::move(key));
   }
   planned_ = true;
@@ -436,14 +436,14 @@ InterecStats InterecAgentFactory::stats() const {
   return stats_;
 }
 
-std::string InterecAgentFactory::system_message(const data::Task& task, runner::Track track,
+std::string InterecAgentFactory::system_message(const data::Task& task, env::Track track,
                                                 const InterecProfile& profile) const {
   return interec_system_prompt(track, options_.max_steps) +
          interec_memory(*context_.ds, task, profile, options_.memory_length);
 }
 
-std::unique_ptr<runner::Agent> InterecAgentFactory::make(const data::Task& task) const {
-  const std::string key = runner::task_key(task);
+std::unique_ptr<env::Agent> InterecAgentFactory::make(const data::Task& task) const {
+  const std::string key = data::task_key(task);
   std::unique_lock lock(mu_);
   ensure_default_plan_locked(task.split);
   std::deque<std::string>& queue = queues_[task.user];
@@ -517,7 +517,7 @@ std::unique_ptr<runner::Agent> InterecAgentFactory::make(const data::Task& task)
 
 void InterecAgentFactory::finish(const data::Task& task, bool planned, bool owns_update,
                                  const std::vector<llm::Message>* messages, bool episode_failed) const {
-  const std::string key = runner::task_key(task);
+  const std::string key = data::task_key(task);
   enum class Outcome { kNone, kApplied, kInvalid, kCallFailed } outcome = Outcome::kNone;
   InterecProfile update;
   if (!episode_failed && owns_update && messages) {

@@ -56,7 +56,7 @@ void apply_interec_update(InterecProfile& profile, const InterecProfile& update)
 
 //! The system prompt (§4.5, our own words): the fc opening, "Rules:", 11 rules; the steps rule states
 //! `max_steps` in multi-turn and -1 in single-turn (as the original).
-std::string interec_system_prompt(runner::Track track, int max_steps);
+std::string interec_system_prompt(env::Track track, int max_steps);
 
 //! The memory appended to the prompt: "\n\n<header>:\n" + "History:\n" + the k most recent visible items
 //! ("\n- Title: …\n- Parent Asin: …\n- Main Category: …\n- Rating: …\n- Text: …\n", joined with "\n") +
@@ -123,7 +123,7 @@ class InterecAgentFactory final : public AgentFactory {
   std::string config_json() const override;
   //! Waits for the task's turn (see the file comment), initializes the user's profile if needed, and opens the
   //! episode's model under (task key, agent role). The update call is booked under (task key, other).
-  std::unique_ptr<runner::Agent> make(const data::Task& task) const override;
+  std::unique_ptr<env::Agent> make(const data::Task& task) const override;
 
   //! Declares the tasks this run will make, in the order the runner hands them out (its to-do list: the
   //! selected tasks minus those already done). Replaces the default plan; call before the first make().
@@ -140,7 +140,7 @@ class InterecAgentFactory final : public AgentFactory {
   std::string memory_json() const;
 
   //! The episode's system message from a profile snapshot.
-  std::string system_message(const data::Task& task, runner::Track track, const InterecProfile& profile) const;
+  std::string system_message(const data::Task& task, env::Track track, const InterecProfile& profile) const;
 
  private:
   class Agent;

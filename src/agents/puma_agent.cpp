@@ -8,7 +8,7 @@
 #include "core/json_writer.h"
 #include "core/text.h"
 #include "env/tools.h"
-#include "runner/results.h"
+#include "env/agent.h"
 
 namespace pwab::agents {
 namespace {
@@ -30,12 +30,12 @@ std::string describe_action(const env::Action& action, std::string_view paramete
   return "called " + action.name + " with: " + std::string(trim(parameter));
 }
 
-class PumaAgent final : public runner::Agent {
+class PumaAgent final : public env::Agent {
  public:
   PumaAgent(const PumaAgentFactory& factory, const LlmAccess& access, std::unique_ptr<llm::ChatModel> model)
       : factory_(factory), access_(access), model_(std::move(model)) {}
 
-  void begin(const data::Task& task, const std::string& first_observation, runner::Track track) override {
+  void begin(const data::Task& task, const std::string& first_observation, env::Track track) override {
     (void)first_observation;
     (void)track;
     task_ = &task;
@@ -46,14 +46,14 @@ class PumaAgent final : public runner::Agent {
     memory_ = factory_.memory(task, function_);
   }
 
-  runner::AgentStep next(const std::string& observation) override {
+  env::AgentStep next(const std::string& observation) override {
     // The user's answer to a respond comes back as the observation; tool results are not shown (the model was
     // trained on prompts without them), only that the call was made.
     if (last_was_respond_) dialogue_.push_back({"User", observation});
     // D3: with a function that names no task tool the agent cannot complete the task; after the one call the
     // environment answered "Unknown action", it stops instead of asking the model again and again.
     if (!dialogue_.empty() && !env::task_type_of_function(trim(function_))) {
-      runner::AgentStep stop;
+      env::AgentStep stop;
       stop.action = {std::string(env::kStop), "{}"};
       return stop;
     }
@@ -65,7 +65,7 @@ class PumaAgent final : public runner::Agent {
     req.seed = access_.seed;
     llm::ChatResponse r = model_->chat(req);  // llm::InfraError propagates: the runner marks the task errored
 
-    runner::AgentStep step;
+    env::AgentStep step;
     step.prompt_tokens = static_cast<int>(r.prompt_tokens) + std::exchange(prior_prompt_tokens_, 0);
     step.completion_tokens = static_cast<int>(r.completion_tokens) + std::exchange(prior_completion_tokens_, 0);
     std::string parameter = puma_generated_part(r.message.content, "### Tool Parameter:\n");
@@ -175,8 +175,8 @@ std::string PumaAgentFactory::config_json() const {
   return out;
 }
 
-std::unique_ptr<runner::Agent> PumaAgentFactory::make(const data::Task& task) const {
-  auto model = context_.llm.open(runner::task_key(task), llm::Role::kAgent);
+std::unique_ptr<env::Agent> PumaAgentFactory::make(const data::Task& task) const {
+  auto model = context_.llm.open(data::task_key(task), llm::Role::kAgent);
   if (!model) throw UsageError("puma agent: the run's LLM access gave no model");
   return std::make_unique<PumaAgent>(*this, context_.llm, std::move(model));
 }

@@ -61,7 +61,7 @@ class PumaAgentFactory final : public AgentFactory {
   //! {"agent": "puma", "model", "temperature", "max_tokens", "seed", "memory", "memory_length", "memory_tokens",
   //! "token_counter", "relevance", "prompts", "function_model", "embedder", "max_new_tokens"}.
   std::string config_json() const override;
-  std::unique_ptr<runner::Agent> make(const data::Task& task) const override;
+  std::unique_ptr<env::Agent> make(const data::Task& task) const override;
 
   const PumaOptions& options() const { return options_; }
   const FunctionPredictor& predictor() const { return *predictor_; }

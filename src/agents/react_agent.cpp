@@ -12,7 +12,7 @@
 #include "core/json_writer.h"
 #include "core/text.h"
 #include "env/tools.h"
-#include "runner/results.h"
+#include "env/agent.h"
 
 namespace fs = std::filesystem;
 
@@ -304,13 +304,13 @@ ReactOptions parse_react_options(const AgentOptions& options, bool reflection) {
 
 namespace {
 
-class ReactAgent final : public runner::Agent {
+class ReactAgent final : public env::Agent {
  public:
   ReactAgent(const ReactAgentFactory& factory, const LlmAccess& access, std::unique_ptr<llm::ChatModel> model,
              std::unique_ptr<llm::ChatModel> reflector)
       : factory_(factory), access_(access), model_(std::move(model)), reflector_(std::move(reflector)) {}
 
-  void begin(const data::Task& task, const std::string& first_observation, runner::Track track) override {
+  void begin(const data::Task& task, const std::string& first_observation, env::Track track) override {
     instruction_ = task.instruction;
     // An LLM function predictor asks the episode's model first; its tokens count with the first step.
     FunctionGuess guess;
@@ -321,7 +321,7 @@ class ReactAgent final : public runner::Agent {
                  llm::Message::user(first_observation)};
   }
 
-  runner::AgentStep next(const std::string& observation) override {
+  env::AgentStep next(const std::string& observation) override {
     if (pending_ == Pending::kToolResult) {
       messages_.push_back(llm::Message::user("API output: " + observation));
     } else if (pending_ == Pending::kUserReply) {
@@ -330,7 +330,7 @@ class ReactAgent final : public runner::Agent {
     }
     pending_ = Pending::kNothing;
 
-    runner::AgentStep step;
+    env::AgentStep step;
     step.prompt_tokens = std::exchange(prior_prompt_tokens_, 0);
     step.completion_tokens = std::exchange(prior_completion_tokens_, 0);
     llm::ChatRequest req;
@@ -442,8 +442,8 @@ std::string ReactAgentFactory::config_json() const {
   return out;
 }
 
-std::unique_ptr<runner::Agent> ReactAgentFactory::make(const data::Task& task) const {
-  const std::string key = runner::task_key(task);
+std::unique_ptr<env::Agent> ReactAgentFactory::make(const data::Task& task) const {
+  const std::string key = data::task_key(task);
   auto model = context_.llm.open(key, llm::Role::kAgent);
   if (!model) throw UsageError(name() + " agent: the run's LLM access gave no model");
   std::unique_ptr<llm::ChatModel> reflector;
@@ -454,7 +454,7 @@ std::unique_ptr<runner::Agent> ReactAgentFactory::make(const data::Task& task) c
   return std::make_unique<ReactAgent>(*this, context_.llm, std::move(model), std::move(reflector));
 }
 
-std::string ReactAgentFactory::system_message(const data::Task& task, runner::Track track,
+std::string ReactAgentFactory::system_message(const data::Task& task, env::Track track,
                                               std::string_view predicted_function) const {
   const data::Dataset& ds = *context_.ds;
   MemoryOptions mo;

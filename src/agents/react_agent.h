@@ -77,13 +77,13 @@ class ReactAgentFactory final : public AgentFactory {
   //! Single-turn runs get the loop bound 3 (reference §3.3).
   bool react_style() const override { return true; }
   //! Opens the episode's agent model (role agent) and, for reflection, a second one (role other).
-  std::unique_ptr<runner::Agent> make(const data::Task& task) const override;
+  std::unique_ptr<env::Agent> make(const data::Task& task) const override;
 
   //! The episode's system message: prompt, "\n# Available tools\n", the tools JSON, react_instruction(), then the
   //! memory (left out when it is "none"; taskspec uses its own prompt and "\n" + memory for `predicted_function`).
   //! The two-argument form predicts the function itself (offline predictors only).
-  std::string system_message(const data::Task& task, runner::Track track, std::string_view predicted_function) const;
-  std::string system_message(const data::Task& task, runner::Track track) const {
+  std::string system_message(const data::Task& task, env::Track track, std::string_view predicted_function) const;
+  std::string system_message(const data::Task& task, env::Track track) const {
     return system_message(task, track, predictor_ ? predictor_->predict(task.instruction, nullptr).function : "");
   }
   //! The task-function predictor of taskspec memory (null otherwise).

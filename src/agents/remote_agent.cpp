@@ -13,7 +13,7 @@
 #include "core/text.h"
 #include "env/tools.h"
 #include "llm/chat.h"
-#include "runner/results.h"
+#include "env/agent.h"
 
 namespace pwab::agents {
 namespace {
@@ -100,13 +100,13 @@ std::string new_episode_id(const data::Task& task) {
   }
   char hex[17];
   std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(bits));
-  return runner::task_key(task) + "-" + hex;
+  return data::task_key(task) + "-" + hex;
 }
 
 // The protocol's reply, already checked by remote_reply_problem.
-runner::AgentStep parse_reply(const std::string& body) {
+env::AgentStep parse_reply(const std::string& body) {
   Json j = Json::parse(body);
-  runner::AgentStep step;
+  env::AgentStep step;
   step.action.name = j["name"].get<std::string>();
   step.action.arguments_json = j.contains("arguments") ? j["arguments"].dump() : "{}";
   if (j.contains("usage") && j["usage"].is_object()) {
@@ -116,17 +116,17 @@ runner::AgentStep parse_reply(const std::string& body) {
   return step;
 }
 
-class RemoteAgent final : public runner::Agent {
+class RemoteAgent final : public env::Agent {
  public:
   RemoteAgent(const data::Dataset& ds, const RemoteOptions& options, const std::string& tools_json,
               const llm::Endpoint& endpoint)
       : ds_(ds), options_(options), tools_json_(tools_json), endpoint_(endpoint) {}
 
-  void begin(const data::Task& task, const std::string& first_observation, runner::Track track) override {
+  void begin(const data::Task& task, const std::string& first_observation, env::Track track) override {
     request_ = {{"protocol", kRemoteProtocol},
                 {"episode_id", new_episode_id(task)},
-                {"task", {{"key", runner::task_key(task)}, {"user_id", ds_.user(task.user).id}}},
-                {"track", track == runner::Track::kSingleTurn ? "single" : "multi"},
+                {"task", {{"key", data::task_key(task)}, {"user_id", ds_.user(task.user).id}}},
+                {"track", track == env::Track::kSingleTurn ? "single" : "multi"},
                 {"max_steps", options_.max_steps},
                 {"tools", Json::parse(tools_json_)},
                 {"first_observation", first_observation},
@@ -135,7 +135,7 @@ class RemoteAgent final : public runner::Agent {
     pending_.reset();
   }
 
-  runner::AgentStep next(const std::string& observation) override {
+  env::AgentStep next(const std::string& observation) override {
     // The previous action's observation completes its turn of the conversation.
     if (pending_) {
       Json arguments = Json::parse(pending_->arguments_json, nullptr, false);
@@ -149,7 +149,7 @@ class RemoteAgent final : public runner::Agent {
     } catch (const llm::InfraError& e) {
       throw llm::InfraError(std::string(kWho) + ": " + e.what(), e.http_status(), e.attempts());  // say who failed
     }
-    runner::AgentStep step = parse_reply(reply.body);
+    env::AgentStep step = parse_reply(reply.body);
     pending_ = step.action;
     return step;
   }
@@ -231,7 +231,7 @@ std::string RemoteAgentFactory::config_json() const {
   return j.dump();
 }
 
-std::unique_ptr<runner::Agent> RemoteAgentFactory::make(const data::Task& task) const {
+std::unique_ptr<env::Agent> RemoteAgentFactory::make(const data::Task& task) const {
   (void)task;
   return std::make_unique<RemoteAgent>(*ds_, options_, tools_json_, *endpoint_);
 }

@@ -49,7 +49,7 @@ class RemoteAgentFactory final : public AgentFactory {
   //! {"protocol", "name", "product_details"}: the agent's identity and what it is offered. The URL is left out
   //! unless it is the name (see RemoteOptions::name); transport settings (timeouts, retries) change no result.
   std::string config_json() const override;
-  std::unique_ptr<runner::Agent> make(const data::Task& task) const override;
+  std::unique_ptr<env::Agent> make(const data::Task& task) const override;
 
   const RemoteOptions& options() const { return options_; }
 

@@ -20,7 +20,7 @@ ToolChatAgent::ToolChatAgent(SystemMessage system_message, const LlmAccess& acce
       tools_json_(std::move(tools_json)),
       model_(std::move(model)) {}
 
-void ToolChatAgent::begin(const data::Task& task, const std::string& first_observation, runner::Track track) {
+void ToolChatAgent::begin(const data::Task& task, const std::string& first_observation, env::Track track) {
   SystemPrompt system = system_message_(task, track, *model_);
   prior_prompt_tokens_ = system.prompt_tokens;
   prior_completion_tokens_ = system.completion_tokens;
@@ -28,7 +28,7 @@ void ToolChatAgent::begin(const data::Task& task, const std::string& first_obser
   pending_ = Pending::kNothing;
 }
 
-runner::AgentStep ToolChatAgent::next(const std::string& observation) {
+env::AgentStep ToolChatAgent::next(const std::string& observation) {
   // §3.3: a tool call's result comes back as a tool message; a text reply's answer (the user's, or the
   // environment's "Error: ..." without a user) as a user message.
   if (pending_ == Pending::kToolResult) {
@@ -50,7 +50,7 @@ runner::AgentStep ToolChatAgent::next(const std::string& observation) {
   req.seed = access_.seed;
   llm::ChatResponse r = model_->chat(req);
 
-  runner::AgentStep step;
+  env::AgentStep step;
   step.prompt_tokens = static_cast<int>(r.prompt_tokens) + std::exchange(prior_prompt_tokens_, 0);
   step.completion_tokens = static_cast<int>(r.completion_tokens) + std::exchange(prior_completion_tokens_, 0);
   llm::Message reply = std::move(r.message);

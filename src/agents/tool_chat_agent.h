@@ -29,15 +29,15 @@ struct SystemPrompt {
   int completion_tokens = 0;
 };
 
-class ToolChatAgent : public runner::Agent {
+class ToolChatAgent : public env::Agent {
  public:
   //! Builds the episode's system message; may call the episode's model.
-  using SystemMessage = std::function<SystemPrompt(const data::Task&, runner::Track, llm::ChatModel&)>;
+  using SystemMessage = std::function<SystemPrompt(const data::Task&, env::Track, llm::ChatModel&)>;
   ToolChatAgent(SystemMessage system_message, const LlmAccess& access, std::string tools_json,
                 std::unique_ptr<llm::ChatModel> model);
 
-  void begin(const data::Task& task, const std::string& first_observation, runner::Track track) override;
-  runner::AgentStep next(const std::string& observation) override;
+  void begin(const data::Task& task, const std::string& first_observation, env::Track track) override;
+  env::AgentStep next(const std::string& observation) override;
 
   //! The conversation so far: the system message, the first observation, then the turns. The observation of
   //! the last action is not in it (it only arrives with a next() call that never comes after the last step).

@@ -151,7 +151,7 @@ void run_consistency(ConsistencyArgs& a) {
     budgeted = std::make_unique<BudgetedModel>(*metered, *models.ledger);
     judge = std::make_unique<construct::LlmJudge>(*budgeted, a.llm.model, a.llm.temperature, a.llm.llm_seed);
   } else if (a.judge == "embed") {
-    embedder = make_run_embedder(a.embedder, ds, a.dir);
+    embedder = env::open_embedder(a.embedder, ds, a.dir);
     judge = std::make_unique<construct::EmbeddingJudge>(*embedder);
   } else {
     throw UsageError("--judge must be embed or llm, got '" + a.judge + "'");

@@ -10,13 +10,10 @@
 
 #include "cli/cli.h"
 #include "cli/common.h"
-#include "cli/env_setup.h"
 #include "cli/llm_setup.h"
 #include "core/error.h"
-#include "env/backends.h"
 #include "puma/pipeline.h"
-#include "rec/recommender.h"
-#include "search/search.h"
+#include "puma/run.h"
 
 namespace pwab::cli {
 namespace {
@@ -76,25 +73,19 @@ void print_report(const puma::PipelineReport& r) {
 }
 
 void run_puma(const PumaArgs& a, const std::string& until) {
-  puma::PipelineOptions options = pipeline_options(a);
-  data::Dataset ds = load_data(a.data);
-  DatasetEnvironment world = open_environment(ds, a.data, a.index_dir, a.checkpoint, a.embedder, a.top_k);
-
+  puma::TrainingConfig config{a.data, a.index_dir, a.checkpoint, a.embedder, a.top_k, pipeline_options(a), until};
   LlmSetup models = make_llm_setup(a.llm, /*need_agent=*/a.search_labels == "llm", /*need_user=*/false);
-  puma::PipelineContext ctx;
-  ctx.ds = &ds;
-  ctx.embedder = world.embedder.get();
-  ctx.env = world.environment.get();
-  if (models.agent_model) ctx.search_labeler = puma::llm_search_labeler(*models.agent_model, models.agent_model_name);
   const bool tty = isatty(STDERR_FILENO);
-  ctx.log = [](const std::string& line) { std::cerr << "puma: " << line << "\n"; };
-  ctx.progress = [tty](const puma::TrainProgress& p) {
+  puma::TrainingHooks hooks;
+  hooks.status = service_options("", "").announce;
+  hooks.log = [](const std::string& line) { std::cerr << "puma: " << line << "\n"; };
+  hooks.progress = [tty](const puma::TrainProgress& p) {
     if (tty) std::cerr << "\r\033[K" << progress_text(p) << std::flush;
   };
   g_cancel.store(false);
   std::signal(SIGINT, on_puma_sigint);
-  ctx.cancel = &g_cancel;
-  puma::PipelineReport report = puma::run_pipeline(ctx, options, until);
+  hooks.cancel = &g_cancel;
+  puma::PipelineReport report = puma::run_training(config, models, hooks);
   std::signal(SIGINT, SIG_DFL);
   if (tty) std::cerr << "\r\033[K";
   if (report.cancelled) throw Error("interrupted; run the same command again to continue from the checkpoint");

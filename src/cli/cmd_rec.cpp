@@ -7,6 +7,8 @@
 #include "cli/cli.h"
 #include "cli/common.h"
 #include "core/error.h"
+#include "env/services.h"
+#include "models/torch_models.h"
 #include "rec/recommender.h"
 
 namespace pwab::cli {
@@ -32,8 +34,8 @@ void add_rec_commands(CLI::App& app) {
   train->add_flag("--resume", train_args->options.resume, "Continue from the checkpoint if it exists");
   train->callback([train_args] {
     data::Dataset ds = load_data(train_args->data);
-    auto out = train_args->out.empty() ? default_rec_checkpoint(train_args->data) : std::filesystem::path(train_args->out);
-    rec::TrainReport r = rec::train(ds, train_args->options, out);
+    auto out = train_args->out.empty() ? env::default_rec_checkpoint(train_args->data) : std::filesystem::path(train_args->out);
+    rec::TrainReport r = models::torch_models().train_recommender(ds, train_args->options, out);
     if (r.epochs_run == 0) {
       std::cerr << fmt::format("pwab: {} is already trained to epoch {} (best HR@10 {:.4f}, NDCG@10 {:.4f}); nothing to do\n",
                                out.string(), r.last_epoch, r.best_hr10, r.best_ndcg10);
@@ -60,7 +62,7 @@ void add_rec_commands(CLI::App& app) {
   recommend->add_option("asins", args->asins, "Product ASINs, oldest first")->required();
   recommend->callback([args] {
     data::Dataset ds = load_data(args->data);
-    auto ckpt = args->checkpoint.empty() ? default_rec_checkpoint(args->data) : std::filesystem::path(args->checkpoint);
+    auto ckpt = args->checkpoint.empty() ? env::default_rec_checkpoint(args->data) : std::filesystem::path(args->checkpoint);
     if (!std::filesystem::exists(ckpt))
       throw Error("no recommender checkpoint at " + ckpt.string() + ": run `pwab rec train " + args->data +
                   "` or pass --checkpoint");

@@ -12,10 +12,9 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/cli.h"
+#include "core/error.h"
 #include "core/version.h"
-#ifdef PWAB_WITH_TORCH
-#include "core/torch_runtime.h"
-#endif
+#include "models/torch_models.h"
 
 namespace pwab::cli {
 
@@ -25,13 +24,18 @@ void add_version_command(CLI::App& app) {
   cmd->add_flag("--verbose,-v", *verbose, "Also measure the BLAS speed libtorch gets");
   cmd->callback([verbose] {
     std::cout << fmt::format("pwab {} ({}, {})\n", kVersion, kCompiler, kBuildType);
-#ifdef PWAB_WITH_TORCH
-    torch_init_threads();
-    std::cout << "libtorch   " << torch_description() << "\n";
-    if (*verbose) std::cout << fmt::format("  matmul 512x512: {:.1f} GFLOP/s\n", torch_matmul_gflops());
-#else
-    std::cout << "libtorch   (not built: PWAB_WITH_TORCH=OFF)\n";
-#endif
+    // libtorch lives in the plugin (models/torch_models.h): loading it here is what tells its version.
+    if (!models::torch_models_built()) {
+      std::cout << "libtorch   (not built: PWAB_WITH_TORCH=OFF)\n";
+    } else {
+      try {
+        const auto& torch = models::torch_models();
+        std::cout << "libtorch   " << torch.describe() << "\n";
+        if (*verbose) std::cout << fmt::format("  matmul 512x512: {:.1f} GFLOP/s\n", torch.matmul_gflops());
+      } catch (const Error& e) {
+        std::cout << "libtorch   (unavailable: " << e.what() << ")\n";
+      }
+    }
     std::cout << "xapian     " << Xapian::version_string() << "\n";
     std::cout << "simdjson   " << simdjson::SIMDJSON_VERSION_MAJOR << "." << simdjson::SIMDJSON_VERSION_MINOR << "." << simdjson::SIMDJSON_VERSION_REVISION << " (" << simdjson::get_active_implementation()->name() << ")\n";
     std::cout << fmt::format("nlohmann   {}.{}.{}\n", NLOHMANN_JSON_VERSION_MAJOR, NLOHMANN_JSON_VERSION_MINOR,

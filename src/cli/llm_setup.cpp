@@ -8,7 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
-#include "puma/model.h"
+#include "models/torch_models.h"
 
 namespace pwab::cli {
 namespace {
@@ -77,6 +77,7 @@ LlmSetup make_llm_setup(const LlmFlags& f, bool need_agent, bool need_user) {
   LlmSetup s;
   s.ledger = std::make_unique<llm::Ledger>(
       f.prices_file.empty() ? llm::PriceTable::builtin() : llm::PriceTable::load(f.prices_file), f.budget_usd);
+  s.budget_usd = f.budget_usd;
   if (f.replay && f.cache_dir.empty()) throw UsageError("--replay needs --llm-cache DIR (the recorded run's cache)");
   bool use_agent = need_agent && !f.model.empty();
   s.user_model_name = f.user_model.empty() ? f.model : f.user_model;
@@ -92,14 +93,16 @@ LlmSetup make_llm_setup(const LlmFlags& f, bool need_agent, bool need_user) {
   if (use_agent) {
     if (!f.local_model.empty()) {
       // A local PUMA model answers the agent's raw-text completions in-process (no server, no key).
-      std::shared_ptr<puma::PumaModel> local = puma::PumaModel::open(f.local_model);
-      s.agent_model = with_cache(std::shared_ptr<llm::ChatModel>(puma::local_chat_model(local, f.model)), cache, f.replay);
-      config["local_model"] = local->describe();
+      models::LocalChatModel local = models::torch_models().open_local_chat_model(f.local_model, f.model);
+      s.agent_model = with_cache(std::move(local.model), cache, f.replay);
+      config["local_model"] = local.description;
     } else {
       agent_endpoint = make_endpoint(f, f.base_url, f.api_key_env);
       s.agent_model = with_cache(std::make_shared<llm::HttpChatModel>(agent_endpoint), cache, f.replay);
     }
     s.agent_model_name = f.model;
+    s.agent_temperature = f.temperature.value_or(0.0);
+    s.llm_seed = f.llm_seed;
     config["model"] = f.model;
     config["temperature"] = f.temperature.value_or(0.0);
     if (f.llm_seed) config["seed"] = *f.llm_seed;

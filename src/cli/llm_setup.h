@@ -8,6 +8,7 @@
 #include <string>
 
 #include "llm/llm.h"
+#include "runner/benchmark.h"
 
 namespace CLI {
 class App;
@@ -38,15 +39,9 @@ struct LlmFlags {
 //! Registers the flags above on `cmd`.
 void add_llm_flags(CLI::App& cmd, LlmFlags& flags);
 
-//! The models of one run, ready to use. Members are null when not needed.
-struct LlmSetup {
-  std::shared_ptr<llm::ChatModel> agent_model;  //!< HTTP (or replay-only) behind the cache, if any
-  std::shared_ptr<llm::ChatModel> user_model;
-  std::string agent_model_name, user_model_name;
-  std::unique_ptr<llm::Ledger> ledger;  //!< always set (prices from --prices or built in)
-  //! What changes results, for the run manifest: {"model", "temperature", "seed", "user_model"} (set ones only).
-  std::string config_json = "{}";
-};
+//! The models of one run, ready to use (runner/benchmark.h). Members are null when not needed; the ledger is
+//! always set (prices from --prices or built in).
+using LlmSetup = runner::RunModels;
 
 //! Builds the endpoints, cache and ledger. `need_agent`: the agent uses --model; `need_user`: --user-sim llm.
 //! UsageError for missing models, an endpoint without a key where one is required (unless replaying), a budget

@@ -6,7 +6,6 @@
 #include <optional>
 
 #include "cli/common.h"
-#include "cli/env_setup.h"
 #include "core/hash.h"
 #include "core/version.h"
 #include "runner/results.h"
@@ -61,10 +60,12 @@ void add_service_flags(CLI::App& cmd, ServiceArgs& a) {
 // Built in dependency order; destroyed in reverse, the service first.
 struct ServedEnvironment::Parts {
   explicit Parts(const ServiceArgs& a)
-      : ds(load_data(a.data)), world(open_environment(ds, a.data, a.index_dir, a.checkpoint, a.embedder, a.top_k)) {}
+      : ds(load_data(a.data)),
+        world(env::open_environment(ds, a.data, service_options(a.index_dir, a.checkpoint),
+                                    env::open_embedder(a.embedder, ds, a.data), a.top_k)) {}
 
   data::Dataset ds;
-  DatasetEnvironment world;
+  env::DatasetEnvironment world;
   LlmSetup models;
   ServedRuns runs;
   std::unique_ptr<serve::EpisodeService> service;
@@ -84,7 +85,7 @@ ServedEnvironment::ServedEnvironment(const ServiceArgs& a) : parts_(std::make_un
     std::string name = p.models.user_model_name;
     const data::Dataset& ds = p.ds;
     options.llm_user = [&ds, &user_model, &ledger, name](const data::Task& t, uint64_t) -> std::unique_ptr<env::UserChannel> {
-      auto metered = std::make_unique<llm::MeteredChatModel>(user_model, ledger, llm::Role::kUser, runner::task_key(t));
+      auto metered = std::make_unique<llm::MeteredChatModel>(user_model, ledger, llm::Role::kUser, data::task_key(t));
       return std::make_unique<sim::LlmUser>(ds, t, std::move(metered), name);
     };
   }

@@ -40,4 +40,6 @@ std::string_view Profile::get(std::string_view name) const {
   return {};
 }
 
+std::string task_key(const Task& task) { return std::string(to_string(task.split)) + "/" + std::to_string(task.index); }
+
 }  // namespace pwab::data

@@ -106,4 +106,7 @@ struct Task {
   bool operator==(const Task&) const = default;
 };
 
+//! "<split>/<index>": how results records, ledgers and comparisons name a task across runs.
+std::string task_key(const Task& task);
+
 }  // namespace pwab::data

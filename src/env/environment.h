@@ -29,12 +29,17 @@ class RecommendBackend {
   virtual std::vector<std::string> recommend(const std::vector<std::string>& sequence, int k) const = 0;
 };
 
+struct Reward;
+
 //! Where `respond` goes: the user simulator (multi-turn) or nobody (single-turn).
 class UserChannel {
  public:
   virtual ~UserChannel() = default;
   //! The user's reply to the agent's message. "###STOP###" (the sentinel) ends the dialogue.
   virtual std::string reply(const std::string& agent_message) = 0;
+  //! Told after each scored task-function attempt (one whose tool ran), before the next reply; a simulator that
+  //! reacts to results overrides it. The original's LLM user hears nothing of attempts, hence the default.
+  virtual void note_attempt(std::string_view function, const Reward& reward) {}
 };
 
 //! An action chosen by an agent: a tool name (or "respond") and its arguments as a JSON object text.

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "data/types.h"
+#include "env/track.h"
 
 namespace pwab::metrics {
 
@@ -167,7 +168,7 @@ Comparison compare(const std::vector<TaskOutcome>& a, const std::vector<TaskOutc
 
 //! Which columns the table and Markdown renderings show: Avg. Steps only for the multi-turn track,
 //! as in the paper's Tables 3 and 4. CSV and JSON always carry every metric.
-enum class Track { kSingleTurn, kMultiTurn };
+using Track = env::Track;  // one enum for agents, runner and tables (env/track.h)
 
 //! One cell as every table rendering shows it: "0.647 [0.61, 0.68]" (value to 3 decimals, interval to 2).
 std::string format_cell(const Cell& cell);

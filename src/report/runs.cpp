@@ -3,6 +3,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/error.h"
+#include "core/sys.h"
 #include "runner/results.h"
 
 namespace pwab::report {
@@ -55,6 +57,24 @@ Run read_run(const std::filesystem::path& dir) {
   for (const auto& r : run.records) run.n_errored += r.error.empty() ? 0 : 1;
   run.outcomes = runner::scored_outcomes(run.records);
   return run;
+}
+
+std::string render_summary(const metrics::Summary& s, const Run& run, const std::string& format) {
+  const std::string embedder_note = "Review similarity: " + run.embedder + " embedder.\n";
+  if (format == "table") return metrics::format_table(s, run.title, run.track) + embedder_note;
+  if (format == "md") return metrics::format_markdown(s, run.title, run.track) + "\n" + embedder_note;
+  if (format == "csv") return metrics::format_csv(s);
+  if (format == "json") return metrics::format_json(s);
+  throw UsageError("--format must be table, md, csv or json, got '" + format + "'");
+}
+
+std::string write_summaries(const std::filesystem::path& dir, const metrics::BootstrapOptions& bootstrap) {
+  auto run = read_run(dir);
+  auto summary = metrics::summarize(run.outcomes, bootstrap);
+  write_file_atomic(dir / "summary.md", render_summary(summary, run, "md"));
+  write_file_atomic(dir / "summary.csv", metrics::format_csv(summary));
+  write_file_atomic(dir / "summary.json", metrics::format_json(summary));
+  return render_summary(summary, run, "table");
 }
 
 }  // namespace pwab::report

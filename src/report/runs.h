@@ -34,4 +34,12 @@ metrics::Track run_track(const runner::RunManifest& manifest);
 //! The embedder that scored review R. Acc ("unknown" when the config does not say).
 std::string run_embedder(const runner::RunManifest& manifest);
 
+//! A run's summary as `pwab score --format` prints it: "table" and "md" (the paper's layout for the run's track,
+//! followed by the embedder that scored reviews: review R. Acc compares only across runs with the same one),
+//! "csv" or "json". UsageError for another format.
+std::string render_summary(const metrics::Summary& summary, const Run& run, const std::string& format);
+//! Writes summary.{md,csv,json} beside the records (derived files: `pwab score` rebuilds them) and returns the
+//! summary as a table.
+std::string write_summaries(const std::filesystem::path& dir, const metrics::BootstrapOptions& bootstrap = {});
+
 }  // namespace pwab::report

@@ -6,7 +6,6 @@
 
 #include "core/error.h"
 #include "env/tools.h"
-#include "sim/scripted_user.h"
 
 namespace pwab::runner {
 namespace {
@@ -49,7 +48,7 @@ Episode::Episode(const env::Environment& env, const data::Task& task, env::UserC
                  const EpisodeOptions& options)
     : session_((check_options(options, user), env), task, user),  // checked before anything is built
       options_(options),
-      scripted_(dynamic_cast<sim::ScriptedUser*>(user)) {
+      user_(user) {
   result_.type = task.type;
 }
 
@@ -79,9 +78,9 @@ EpisodeStep Episode::step(const AgentStep& decision) {
     // functions (with or without an argument error) and from a user observation equal to "Error: ###STOP###";
     // the Session already gives the Error observations [0, 0] (§2.1 step 5), so they are recorded as [0, 0].
     result_.attempts.push_back({step.reward.function_acc, step.reward.result_acc});
-    // The scripted user reacts to attempts whose tool actually ran (an argument error tells it nothing about
-    // the result); the LLM user of the original sees none of this, so the scores are unaffected.
-    if (scripted_ != nullptr && step.scored) scripted_->note_attempt(decision.action.name, step.reward);
+    // The user hears of attempts whose tool actually ran (an argument error tells it nothing about the
+    // result). The scripted user reacts to them; the LLM user of the original sees none of this.
+    if (user_ != nullptr && step.scored) user_->note_attempt(decision.action.name, step.reward);
     // §3.3 single-turn: the first done step ends the episode; multi-turn: record and continue.
     if (options_.track == Track::kSingleTurn) {
       finished_ = true;

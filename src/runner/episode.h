@@ -8,36 +8,16 @@
 #include <vector>
 
 #include "data/types.h"
+#include "env/agent.h"
 #include "env/environment.h"
 #include "metrics/metrics.h"
 
-namespace pwab::sim {
-class ScriptedUser;
-}
-
 namespace pwab::runner {
 
-//! Single-turn (the original's --max_steps -1, no user) or multi-turn (a user simulator answers `respond`).
-enum class Track { kSingleTurn, kMultiTurn };
-
-//! What an agent decides after seeing the conversation so far: a tool call, or a text reply as the action
-//! named "respond" with arguments {"content": <text>}. Token counts are those of the LLM call that produced it.
-struct AgentStep {
-  env::Action action;
-  int prompt_tokens = 0;
-  int completion_tokens = 0;
-};
-
-//! One instance per episode.
-class Agent {
- public:
-  virtual ~Agent() = default;
-  //! Called once, before the first next(), with the task and the environment's first observation.
-  virtual void begin(const data::Task& task, const std::string& first_observation, Track track) = 0;
-  //! The next action given the previous action's observation (empty on the first call). One call = one step
-  //! (one LLM call).
-  virtual AgentStep next(const std::string& observation) = 0;
-};
+// The agent interface lives in env/agent.h; these names keep runner:: callers working.
+using Track = env::Track;
+using AgentStep = env::AgentStep;
+using Agent = env::Agent;
 
 //! The original's loop bound (§3.3): `max_steps` when positive; otherwise (single-turn, max_steps = −1) 10 for
 //! function-calling agents and PUMA, 3 for ReAct-style agents.
@@ -102,15 +82,15 @@ class Episode {
  private:
   env::Session session_;
   EpisodeOptions options_;
-  sim::ScriptedUser* scripted_;  // told every scored attempt when the user is a scripted one
+  env::UserChannel* user_;  // told every scored attempt (UserChannel::note_attempt)
   EpisodeResult result_;
   bool started_ = false;
   bool finished_ = false;
 };
 
 //! Runs one episode of `task` (reference §3.3). `user` answers `respond` in the multi-turn track and may be null
-//! (each respond then gets "Error: ###STOP###", recorded as a [0, 0] attempt); when it is a sim::ScriptedUser,
-//! it is told every scored attempt (note_attempt). The single-turn track takes no user: passing one is a
+//! (each respond then gets "Error: ###STOP###", recorded as a [0, 0] attempt); it is told every scored attempt
+//! (UserChannel::note_attempt). The single-turn track takes no user: passing one is a
 //! UsageError, as run.py rejects a user simulator with max_steps −1. max_steps < 1 is a UsageError.
 EpisodeResult run_episode(const env::Environment& env, const data::Task& task, Agent& agent, env::UserChannel* user,
                           const EpisodeOptions& options);

@@ -343,10 +343,6 @@ std::string RecordId::to_string() const {
   return trial == 0 ? task_key : task_key + " trial " + std::to_string(trial);
 }
 
-std::string task_key(const data::Task& task) {
-  return std::string(data::to_string(task.split)) + "/" + std::to_string(task.index);
-}
-
 TaskRecord make_record(const data::Dataset& ds, const data::Task& task, const EpisodeResult& result, int trial) {
   TaskRecord r;
   r.task_key = task_key(task);

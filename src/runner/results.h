@@ -105,8 +105,8 @@ struct TaskRecord {
   RecordId id() const { return {task_key, trial}; }
 };
 
-//! "<split>/<index>" of a task.
-std::string task_key(const data::Task& task);
+//! "<split>/<index>" of a task (data/types.h; here too for existing callers).
+using data::task_key;
 
 //! The record of a finished episode (error empty) of trial `trial`.
 TaskRecord make_record(const data::Dataset& ds, const data::Task& task, const EpisodeResult& result, int trial = 0);

@@ -103,11 +103,16 @@ std::vector<Unit> pending_units(const std::vector<const data::Task*>& tasks, int
 RunReport run_tasks(const env::Environment& env, const std::vector<const data::Task*>& tasks, RunDirectory& dir,
                     const AgentMaker& make_agent, const UserMaker& make_user, const RunOptions& options) {
   const std::vector<Unit> todo = pending_units(tasks, options.trials, dir.done());
+  const std::size_t skipped = tasks.size() * static_cast<std::size_t>(options.trials) - todo.size();
+  return run_units(env, todo, skipped, dir, make_agent, make_user, options);
+}
 
+RunReport run_units(const env::Environment& env, const std::vector<Unit>& todo, std::size_t skipped, RunDirectory& dir,
+                    const AgentMaker& make_agent, const UserMaker& make_user, const RunOptions& options) {
   RunReport report;
   RunProgress& progress = report.progress;
   progress.total = todo.size();
-  progress.skipped = tasks.size() * static_cast<std::size_t>(options.trials) - todo.size();
+  progress.skipped = skipped;
 
   std::mutex mu;  // guards progress and the callback
   std::atomic<std::size_t> next{0};
@@ -132,7 +137,7 @@ RunReport run_tasks(const env::Environment& env, const std::vector<const data::T
 
   auto work = [&] {
     for (;;) {
-      if (options.cancel && options.cancel->load()) {
+      if ((options.cancel && options.cancel->load()) || (options.should_stop && options.should_stop())) {
         stopped = true;
         return;
       }

@@ -83,9 +83,12 @@ struct RunOptions {
   int trials = 1;
   //! Worker threads; 0 = one per hardware thread.
   int concurrency = 0;
-  //! Set from another thread (a signal handler, a budget check) to stop handing out tasks; the tasks in flight
-  //! finish and are recorded. May be null.
+  //! Set from another thread (a signal handler) to stop handing out tasks; the tasks in flight finish and are
+  //! recorded. May be null.
   const std::atomic<bool>* cancel = nullptr;
+  //! A second reason to stop, asked before each unit is handed out (e.g. a spending budget reached); same
+  //! effect as `cancel`. May be empty; called from worker threads, concurrently.
+  std::function<bool()> should_stop;
   //! Called after every finished task and once at the end, from one thread at a time. May be empty.
   std::function<void(const RunProgress&)> on_progress;
   //! Called on each record just before it is appended (e.g. to attach the task's LLM usage); from worker
@@ -101,6 +104,10 @@ struct RunReport {
 //! Runs every (task, trial) unit of `tasks` × options.trials not in `dir.done()` (pending_units), appending one
 //! record each. Thread-safe makers required.
 RunReport run_tasks(const env::Environment& env, const std::vector<const data::Task*>& tasks, RunDirectory& dir,
+                    const AgentMaker& make_agent, const UserMaker& make_user, const RunOptions& options);
+//! The same on units already chosen by pending_units (a caller that needs them first, to prepare its agents,
+//! computes them once); `skipped` is the count of units already done, for progress.
+RunReport run_units(const env::Environment& env, const std::vector<Unit>& todo, std::size_t skipped, RunDirectory& dir,
                     const AgentMaker& make_agent, const UserMaker& make_user, const RunOptions& options);
 
 //! A progress line for a terminal: "tasks 120/2174 (3 errors) · 45.1/s · ETA 0:45 · R 0.412 · 10.2k tok".

@@ -42,7 +42,7 @@ class ScriptedUser final : public env::UserChannel {
   std::string reply(const std::string& agent_message) override;
   //! Called by the runner after each scored task-function attempt; the next reply reacts to it (a wrong
   //! function, a miss or low rank with a new clue, or satisfaction and a wish to stop).
-  void note_attempt(std::string_view function, const env::Reward& reward);
+  void note_attempt(std::string_view function, const env::Reward& reward) override;
   //! Clues given so far, in order (for tests and the results file).
   const std::vector<std::string>& clues_given() const { return clues_given_; }
   //! Every hint prepared for this task, in the fixed order (for tests).

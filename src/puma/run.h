@@ -1,0 +1,37 @@
+// src/puma/run.h: PUMA's training pipeline assembled in one place -- what `pwab puma ...` does after its flags.
+//
+// Opens the dataset and its environment (the services and embedder the fast tests act on), wires the LLM search
+// labeler when one is given, and runs the pipeline (pipeline.h) through the libtorch plugin
+// (models/torch_models.h). The front end binds flags and prints the report.
+#pragma once
+#include <atomic>
+#include <filesystem>
+#include <functional>
+#include <string>
+
+#include "puma/pipeline.h"
+#include "runner/benchmark.h"
+
+namespace pwab::puma {
+
+struct TrainingConfig {
+  std::filesystem::path data;        //!< dataset directory
+  std::filesystem::path index_dir;   //!< empty = DATA's default
+  std::filesystem::path checkpoint;  //!< SASRec; empty = DATA's default (trained when missing)
+  std::string embedder = "fasttext";  //!< memory retrieval and review rewards (env::open_embedder)
+  int top_k = 10;
+  PipelineOptions pipeline;
+  std::string until;  //!< the last step to run ("" = every step)
+};
+
+struct TrainingHooks {
+  std::function<void(const std::string&)> status;      //!< service lines (first-run SASRec training)
+  std::function<void(const std::string&)> log;         //!< the pipeline's events
+  std::function<void(const TrainProgress&)> progress;  //!< training progress
+  const std::atomic<bool>* cancel = nullptr;           //!< checkpoint and stop (resumable)
+};
+
+//! Runs the pipeline up to config.until. `models.agent_model`, when set, labels search tasks (search_labels llm).
+PipelineReport run_training(const TrainingConfig& config, const runner::RunModels& models, const TrainingHooks& hooks);
+
+}  // namespace pwab::puma
