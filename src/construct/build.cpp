@@ -1,4 +1,8 @@
 // `pwab build`: the passes over the raw files, the per-user cleaning and split, profiles, instructions, output.
+// build_dataset is the list of steps, in order: check_options, choose_inputs, count_users (pass 1),
+// sample_candidates, collect_reviews (pass 2), clean_reviews, join_products (meta), accept_users, add_catalogue,
+// add_users, add_profiles, add_tasks, write_outputs. The state the steps share (the report, the line parser, the
+// candidates, the dataset) is passed to each explicitly.
 #include "construct/build.h"
 
 #include <fmt/format.h>
@@ -189,11 +193,33 @@ struct Slot {
   std::string text;
 };
 
-}  // namespace
+// The line parser and its scratch records, shared by the passes so that each line reuses their buffers.
+struct LineParser {
+  RawParser parser;
+  RawReview review;
+  LineProblem problem;
+  std::vector<LineProblem> field_problems;
+};
 
-BuildReport build_dataset(const BuildOptions& o, const fs::path& out_dir) {
-  BuildReport r;
-  ProblemLog log{r};
+// The review files chosen by category, and which categories supply catalogue filler.
+struct ChosenInputs {
+  bool all = false;                  // --categories all
+  std::vector<std::string> chosen;   // normalised names (empty when all)
+  std::vector<fs::path> reviews;     // the review files to read, in the order given
+  std::size_t first_meta_report = 0; // where the meta files' reports start in BuildReport::files
+  uint64_t review_bytes = 0;         // of `reviews`, for progress
+  bool is_chosen(const std::string& category) const {
+    return all || std::find(chosen.begin(), chosen.end(), normalize_category(category)) != chosen.end();
+  }
+};
+
+// The products the meta pass kept.
+struct JoinedProducts {
+  std::unordered_map<std::string, data::Product> found;  // the candidates' products by ASIN
+  std::map<uint64_t, data::Product> fillers;             // priority → product: the lowest priorities are kept
+};
+
+void check_options(const BuildOptions& o) {
   if (o.review_files.empty()) throw UsageError("pwab build needs at least one --reviews file");
   if (o.meta_files.empty()) throw UsageError("pwab build needs at least one --meta file");
   if (o.n_users == 0) throw UsageError("--users must be at least 1");
@@ -205,94 +231,100 @@ BuildReport build_dataset(const BuildOptions& o, const fs::path& out_dir) {
     if (!fs::is_regular_file(f)) throw UsageError("--reviews " + f.string() + ": no such file");
   for (const auto& f : o.meta_files)
     if (!fs::is_regular_file(f)) throw UsageError("--meta " + f.string() + ": no such file");
-  r.mode = o.model ? "llm:" + o.model_name : "offline";
-  r.users_requested = o.n_users;
+}
 
-  // Which categories: by file name.
-  bool all = o.categories.size() == 1 && normalize_category(o.categories[0]) == "all";
-  std::vector<std::string> chosen;
-  if (!all)
-    for (const auto& c : o.categories.empty() ? std::vector<std::string>(std::begin(kPaperCategories), std::end(kPaperCategories))
-                                              : o.categories)
-      chosen.push_back(normalize_category(c));
-  auto is_chosen = [&](const std::string& category) {
-    return all || std::find(chosen.begin(), chosen.end(), normalize_category(category)) != chosen.end();
-  };
-  std::vector<fs::path> reviews;
+// The categories asked for: --categories, or the paper's five when it is not given.
+std::vector<std::string> requested_categories(const BuildOptions& o) {
+  if (!o.categories.empty()) return o.categories;
+  return {std::begin(kPaperCategories), std::end(kPaperCategories)};
+}
+
+// Picks the review files by category (their file names) and gives every input file its report entry, review
+// files first. No review file of a chosen category is a usage error; a chosen category without one, a warning.
+ChosenInputs choose_inputs(const BuildOptions& o, BuildReport& r) {
+  ChosenInputs in;
+  in.all = o.categories.size() == 1 && normalize_category(o.categories[0]) == "all";
+  if (!in.all)
+    for (const auto& c : requested_categories(o)) in.chosen.push_back(normalize_category(c));
   std::vector<std::string> present;
   for (const auto& f : o.review_files) {
-    FileReport fr{f.string(), "reviews", file_category(f), is_chosen(file_category(f)), file_size_or_zero(f), 0, 0};
+    FileReport fr{f.string(), "reviews", file_category(f), in.is_chosen(file_category(f)), file_size_or_zero(f), 0, 0};
     if (fr.used) {
-      reviews.push_back(f);
+      in.reviews.push_back(f);
       if (std::find(r.categories.begin(), r.categories.end(), fr.category) == r.categories.end())
         r.categories.push_back(fr.category);
     }
     present.push_back(fr.category);
     r.files.push_back(fr);
   }
-  if (reviews.empty())
+  if (in.reviews.empty())
     throw UsageError(fmt::format("no --reviews file belongs to the chosen categories ({}); the category of a file is "
                                  "its name (e.g. Electronics.jsonl.gz), here: {}; use --categories all to take every file",
-                                 fmt::join(o.categories.empty() ? std::vector<std::string>(std::begin(kPaperCategories), std::end(kPaperCategories)) : o.categories, ", "),
-                                 fmt::join(present, ", ")));
-  if (!all)
-    for (const auto& c : chosen) {
+                                 fmt::join(requested_categories(o), ", "), fmt::join(present, ", ")));
+  if (!in.all)
+    for (const auto& c : in.chosen) {
       bool found = false;
       for (const auto& p : present) found = found || normalize_category(p) == c;
       if (!found) r.missing_categories.push_back(c);
     }
-  std::size_t first_meta_report = r.files.size();
+  in.first_meta_report = r.files.size();
   for (const auto& f : o.meta_files)
     r.files.push_back({f.string(), "meta", file_category(f), true, file_size_or_zero(f), 0, 0});
-  uint64_t review_bytes = 0;
-  for (const auto& f : reviews) review_bytes += file_size_or_zero(f);
-  auto report_of = [&](const fs::path& f, std::string_view kind) -> FileReport& {
-    for (auto& fr : r.files)
-      if (fr.path == f.string() && fr.kind == kind) return fr;
-    return r.files.front();
-  };
+  for (const auto& f : in.reviews) in.review_bytes += file_size_or_zero(f);
+  return in;
+}
 
-  RawParser parser;
-  RawReview rv;
-  LineProblem problem;
-  std::vector<LineProblem> field_problems;
+// The report entry of a review file (the first one when a file is given twice).
+FileReport& review_file_report(BuildReport& r, const fs::path& f) {
+  for (auto& fr : r.files)
+    if (fr.path == f.string() && fr.kind == "reviews") return fr;
+  return r.files.front();
+}
 
-  // ---- Pass 1: count reviews per tracked user.
+// Pass 1: counts the valid reviews of every tracked user. A file none of whose lines is a usable review stops
+// the build (usually a meta file given as --reviews).
+UserSampler count_users(const BuildOptions& o, const ChosenInputs& in, LineParser& lp, ProblemLog& log,
+                        BuildReport& r) {
   Stopwatch clock;
   UserSampler sampler(o.seed, o.track_users);
-  {
-    uint64_t before = 0, lines = 0;
-    for (const auto& f : reviews) {
-      FileReport& fr = report_of(f, "reviews");
-      uint64_t valid = 0;
-      fr.lines = stream_file(f, "pass 1/2: counting users", before, review_bytes, lines, clock, o, &log, "reviews",
-                             [&](std::string_view line, const LineReader& in, bool overlong) {
-                               if (overlong) {
-                                 ++fr.malformed;
-                                 return;
-                               }
-                               field_problems.clear();
-                               if (!parser.review(line, false, rv, problem, field_problems)) {
-                                 ++fr.malformed;
-                                 log.malformed("reviews", in, problem);
-                                 return;
-                               }
-                               ++valid;
-                               sampler.add(user_key(rv.user_id));
-                             });
-      if (fr.lines > 0 && valid == 0)
-        throw DataError(fmt::format("{}: none of its {} lines is a usable review (the first problems are listed "
-                                    "below); is it a meta file given as --reviews?{}",
-                                    f.string(), fr.lines, r.examples.empty() ? "" : "\n  " + fmt::format("{}", fmt::join(r.examples, "\n  "))));
-      r.review_lines += fr.lines;
-      r.reviews_malformed += fr.malformed;
-      r.reviews_valid += valid;
-      before += file_size_or_zero(f);
-    }
+  uint64_t before = 0, lines = 0;
+  for (const auto& f : in.reviews) {
+    FileReport& fr = review_file_report(r, f);
+    uint64_t valid = 0;
+    fr.lines = stream_file(f, "pass 1/2: counting users", before, in.review_bytes, lines, clock, o, &log, "reviews",
+                           [&](std::string_view line, const LineReader& reader, bool overlong) {
+                             if (overlong) {
+                               ++fr.malformed;
+                               return;
+                             }
+                             lp.field_problems.clear();
+                             if (!lp.parser.review(line, false, lp.review, lp.problem, lp.field_problems)) {
+                               ++fr.malformed;
+                               log.malformed("reviews", reader, lp.problem);
+                               return;
+                             }
+                             ++valid;
+                             sampler.add(user_key(lp.review.user_id));
+                           });
+    if (fr.lines > 0 && valid == 0)
+      throw DataError(fmt::format("{}: none of its {} lines is a usable review (the first problems are listed "
+                                  "below); is it a meta file given as --reviews?{}",
+                                  f.string(), fr.lines, r.examples.empty() ? "" : "\n  " + fmt::format("{}", fmt::join(r.examples, "\n  "))));
+    r.review_lines += fr.lines;
+    r.reviews_malformed += fr.malformed;
+    r.reviews_valid += valid;
+    before += file_size_or_zero(f);
   }
   r.seconds_pass1 = clock.seconds();
   r.peak_rss_pass1 = peak_rss_bytes();
   r.reviews_per_second_pass1 = r.seconds_pass1 > 0 ? static_cast<double>(r.review_lines) / r.seconds_pass1 : 0;
+  return sampler;
+}
+
+// The users pass 2 collects: the qualifying ones lowest in priority, --users plus a margin for those that
+// cleaning leaves below the minimum. No qualifying user is an error.
+std::vector<UserSampler::Candidate> sample_candidates(const BuildOptions& o, const UserSampler& sampler,
+                                                      BuildReport& r) {
   r.users_tracked = sampler.tracked();
   r.sampler_halvings = sampler.n_halvings();
   auto qualifying = sampler.candidates(o.min_behaviours, o.max_behaviours, SIZE_MAX);
@@ -305,139 +337,184 @@ BuildReport build_dataset(const BuildOptions& o, const fs::path& out_dir) {
                             "read); lower --min-behaviours",
                             o.min_behaviours, o.max_behaviours ? std::to_string(o.max_behaviours) : "any",
                             r.reviews_valid));
+  return qualifying;
+}
 
-  // ---- Pass 2: collect the candidates' reviews.
+// Pass 2: every review of the candidates, in input order (file, line). Two ids with the same 64-bit key: the
+// first one seen keeps the candidate, the other's reviews are left out and the collision counted.
+std::vector<Candidate> collect_reviews(const BuildOptions& o, const ChosenInputs& in,
+                                       const std::vector<UserSampler::Candidate>& qualifying, LineParser& lp,
+                                       ProblemLog& log, BuildReport& r) {
   std::vector<Candidate> cands(qualifying.size());
   std::unordered_map<uint64_t, std::size_t> cand_of;
   for (std::size_t i = 0; i < qualifying.size(); ++i) {
     cands[i].key = qualifying[i].key;
     cand_of.emplace(qualifying[i].key, i);
   }
-  clock = Stopwatch();
-  {
-    uint64_t before = 0, lines = 0;
-    for (uint32_t fi = 0; fi < reviews.size(); ++fi) {
-      stream_file(reviews[fi], "pass 2/2: collecting reviews", before, review_bytes, lines, clock, o, nullptr,
-                  "reviews", [&](std::string_view line, const LineReader& in, bool overlong) {
-                    if (overlong) return;
-                    field_problems.clear();
-                    if (!parser.review(line, false, rv, problem, field_problems)) return;  // counted in pass 1
-                    auto it = cand_of.find(user_key(rv.user_id));
-                    if (it == cand_of.end()) return;
-                    Candidate& c = cands[it->second];
-                    if (c.user_id.empty()) {
-                      c.user_id = rv.user_id;
-                    } else if (c.user_id != rv.user_id) {
-                      c.collided = true;  // another id with the same 64-bit key: keep the first one
-                      return;
-                    }
-                    field_problems.clear();
-                    parser.review(line, true, rv, problem, field_problems);
-                    log.field("reviews", in, field_problems);
-                    c.reviews.push_back({std::move(rv.parent_asin), std::move(rv.rating), std::move(rv.title),
-                                         std::move(rv.text), rv.timestamp, fi, in.line_number()});
-                    ++r.behaviours_collected;
-                  });
-      before += file_size_or_zero(reviews[fi]);
-    }
+  Stopwatch clock;
+  uint64_t before = 0, lines = 0;
+  for (uint32_t fi = 0; fi < in.reviews.size(); ++fi) {
+    stream_file(in.reviews[fi], "pass 2/2: collecting reviews", before, in.review_bytes, lines, clock, o, nullptr,
+                "reviews", [&](std::string_view line, const LineReader& reader, bool overlong) {
+                  if (overlong) return;
+                  lp.field_problems.clear();
+                  if (!lp.parser.review(line, false, lp.review, lp.problem, lp.field_problems)) return;  // counted in pass 1
+                  auto it = cand_of.find(user_key(lp.review.user_id));
+                  if (it == cand_of.end()) return;
+                  Candidate& c = cands[it->second];
+                  if (c.user_id.empty()) {
+                    c.user_id = lp.review.user_id;
+                  } else if (c.user_id != lp.review.user_id) {
+                    c.collided = true;  // another id with the same 64-bit key: keep the first one
+                    return;
+                  }
+                  lp.field_problems.clear();
+                  lp.parser.review(line, true, lp.review, lp.problem, lp.field_problems);
+                  log.field("reviews", reader, lp.field_problems);
+                  RawReview& rv = lp.review;
+                  c.reviews.push_back({std::move(rv.parent_asin), std::move(rv.rating), std::move(rv.title),
+                                       std::move(rv.text), rv.timestamp, fi, reader.line_number()});
+                  ++r.behaviours_collected;
+                });
+    before += file_size_or_zero(in.reviews[fi]);
   }
   r.seconds_pass2 = clock.seconds();
   r.peak_rss_pass2 = peak_rss_bytes();
   for (const auto& c : cands) r.users_key_collisions += c.collided;
+  return cands;
+}
 
-  // Time order (ties: input order), then duplicates (same product and timestamp) out.
+// A user's reviews in time order (ties: input order), without duplicates: the same product at the same timestamp
+// as an earlier review (the same product at another time is a separate behaviour).
+void order_and_drop_duplicates(Candidate& c, BuildReport& r) {
+  std::stable_sort(c.reviews.begin(), c.reviews.end(), [](const Pending& a, const Pending& b) {
+    return std::tie(a.timestamp, a.file, a.line) < std::tie(b.timestamp, b.file, b.line);
+  });
+  std::vector<Pending> kept;
+  kept.reserve(c.reviews.size());
+  std::size_t group = 0;  // start of the current equal-timestamp run in `kept`
+  for (auto& p : c.reviews) {
+    if (!kept.empty() && kept.back().timestamp != p.timestamp) group = kept.size();
+    bool dup = false;
+    for (std::size_t k = group; k < kept.size() && !dup; ++k) dup = kept[k].parent_asin == p.parent_asin;
+    if (dup) {
+      ++r.duplicates_dropped;
+      continue;
+    }
+    kept.push_back(std::move(p));
+  }
+  c.reviews = std::move(kept);
+}
+
+// Cleans every candidate's reviews; returns the products the meta pass must find.
+std::unordered_set<std::string> clean_reviews(std::vector<Candidate>& cands, BuildReport& r) {
   std::unordered_set<std::string> needed;
   for (auto& c : cands) {
-    std::stable_sort(c.reviews.begin(), c.reviews.end(), [](const Pending& a, const Pending& b) {
-      return std::tie(a.timestamp, a.file, a.line) < std::tie(b.timestamp, b.file, b.line);
-    });
-    std::vector<Pending> kept;
-    kept.reserve(c.reviews.size());
-    std::size_t group = 0;  // start of the current equal-timestamp run in `kept`
-    for (auto& p : c.reviews) {
-      if (!kept.empty() && kept.back().timestamp != p.timestamp) group = kept.size();
-      bool dup = false;
-      for (std::size_t k = group; k < kept.size() && !dup; ++k) dup = kept[k].parent_asin == p.parent_asin;
-      if (dup) {
-        ++r.duplicates_dropped;
-        continue;
-      }
-      kept.push_back(std::move(p));
-    }
-    c.reviews = std::move(kept);
+    order_and_drop_duplicates(c, r);
     for (const auto& p : c.reviews) needed.insert(p.parent_asin);
   }
+  return needed;
+}
 
-  // ---- Meta: the candidates' products, and filler products of the chosen categories.
-  clock = Stopwatch();
-  std::unordered_map<std::string, data::Product> found;
-  std::map<uint64_t, data::Product> fillers;  // priority → product: the lowest priorities are kept
-  // Not knowing yet how many needed products have a record, keep up to the whole cap; trimmed below.
-  std::size_t filler_cap = o.catalogue_size;
-  uint64_t filler_seed = derive_seed(o.seed, 0xF111E5);
-  {
-    uint64_t meta_bytes = 0, before = 0, lines = 0;
-    for (const auto& f : o.meta_files) meta_bytes += file_size_or_zero(f);
-    std::string asin;
-    for (std::size_t mi = 0; mi < o.meta_files.size(); ++mi) {
-      const auto& f = o.meta_files[mi];
-      FileReport& fr = r.files[first_meta_report + mi];
-      bool filler_file = is_chosen(fr.category);
-      uint64_t valid = 0;
-      fr.lines = stream_file(f, "meta: joining products", before, meta_bytes, lines, clock, o, &log, "meta",
-                             [&](std::string_view line, const LineReader& in, bool overlong) {
-                               if (overlong) {
-                                 ++fr.malformed;
-                                 return;
-                               }
-                               if (!parser.meta_key(line, asin, problem)) {
-                                 ++fr.malformed;
-                                 log.malformed("meta", in, problem);
-                                 return;
-                               }
-                               ++valid;
-                               bool is_needed = needed.contains(asin);
-                               uint64_t prio = 0;
-                               if (is_needed) {
-                                 if (found.contains(asin)) {
-                                   ++r.meta_duplicates;
-                                   return;
-                                 }
-                               } else {
-                                 if (!filler_file || filler_cap == 0) return;
-                                 uint64_t s = hash_bytes(asin) ^ filler_seed;
-                                 prio = splitmix64(s);
-                                 if (fillers.contains(prio)) {
-                                   ++r.meta_duplicates;
-                                   return;
-                                 }
-                                 if (fillers.size() >= filler_cap && prio >= fillers.rbegin()->first) return;
-                               }
-                               data::Product p;
-                               field_problems.clear();
-                               if (!parser.meta(line, p, problem, field_problems)) return;
-                               log.field("meta", in, field_problems);
-                               if (is_needed) {
-                                 found.emplace(asin, std::move(p));
-                               } else {
-                                 fillers.emplace(prio, std::move(p));
-                                 if (fillers.size() > filler_cap) fillers.erase(std::prev(fillers.end()));
-                               }
-                             });
-      if (fr.lines > 0 && valid == 0)
-        throw DataError(fmt::format("{}: none of its {} lines is a usable product record; is it a review file given "
-                                    "as --meta?",
-                                    f.string(), fr.lines));
-      r.meta_lines += fr.lines;
-      r.meta_malformed += fr.malformed;
-      before += file_size_or_zero(f);
+// Decides, line by line of the meta files, which product records the dataset keeps: the first record of each
+// needed product, and as filler the other products of the chosen categories with the lowest seeded priority (a
+// uniform sample held in a bounded map while streaming).
+class ProductJoin {
+ public:
+  ProductJoin(const BuildOptions& o, const std::unordered_set<std::string>& needed, LineParser& lp, ProblemLog& log,
+              BuildReport& r)
+      : needed_(needed), filler_cap_(o.catalogue_size), filler_seed_(derive_seed(o.seed, 0xF111E5)), lp_(lp),
+        log_(log), r_(r) {}
+
+  // A meta line whose key `asin` was read; `filler_file`: its file is of a chosen category.
+  void offer(std::string_view line, const std::string& asin, bool filler_file, const LineReader& reader) {
+    bool is_needed = needed_.contains(asin);
+    uint64_t prio = 0;
+    if (is_needed) {
+      if (out_.found.contains(asin)) {
+        ++r_.meta_duplicates;
+        return;
+      }
+    } else {
+      if (!filler_file || filler_cap_ == 0) return;
+      uint64_t s = hash_bytes(asin) ^ filler_seed_;
+      prio = splitmix64(s);
+      if (out_.fillers.contains(prio)) {
+        ++r_.meta_duplicates;
+        return;
+      }
+      if (out_.fillers.size() >= filler_cap_ && prio >= out_.fillers.rbegin()->first) return;
     }
+    data::Product p;
+    lp_.field_problems.clear();
+    if (!lp_.parser.meta(line, p, lp_.problem, lp_.field_problems)) return;
+    log_.field("meta", reader, lp_.field_problems);
+    if (is_needed) {
+      out_.found.emplace(asin, std::move(p));
+    } else {
+      out_.fillers.emplace(prio, std::move(p));
+      if (out_.fillers.size() > filler_cap_) out_.fillers.erase(std::prev(out_.fillers.end()));
+    }
+  }
+
+  JoinedProducts take() { return std::move(out_); }
+
+ private:
+  const std::unordered_set<std::string>& needed_;
+  // Not knowing yet how many needed products have a record, keep up to the whole cap; add_catalogue trims it.
+  std::size_t filler_cap_;
+  uint64_t filler_seed_;
+  LineParser& lp_;
+  ProblemLog& log_;
+  BuildReport& r_;
+  JoinedProducts out_;
+};
+
+// The meta pass: every meta file through the ProductJoin. A file none of whose lines is a usable product stops
+// the build (usually a review file given as --meta).
+JoinedProducts join_products(const BuildOptions& o, const ChosenInputs& in, const std::unordered_set<std::string>& needed,
+                             LineParser& lp, ProblemLog& log, BuildReport& r) {
+  Stopwatch clock;
+  ProductJoin join(o, needed, lp, log, r);
+  uint64_t meta_bytes = 0, before = 0, lines = 0;
+  for (const auto& f : o.meta_files) meta_bytes += file_size_or_zero(f);
+  std::string asin;
+  for (std::size_t mi = 0; mi < o.meta_files.size(); ++mi) {
+    const auto& f = o.meta_files[mi];
+    FileReport& fr = r.files[in.first_meta_report + mi];
+    bool filler_file = in.is_chosen(fr.category);
+    uint64_t valid = 0;
+    fr.lines = stream_file(f, "meta: joining products", before, meta_bytes, lines, clock, o, &log, "meta",
+                           [&](std::string_view line, const LineReader& reader, bool overlong) {
+                             if (overlong) {
+                               ++fr.malformed;
+                               return;
+                             }
+                             if (!lp.parser.meta_key(line, asin, lp.problem)) {
+                               ++fr.malformed;
+                               log.malformed("meta", reader, lp.problem);
+                               return;
+                             }
+                             ++valid;
+                             join.offer(line, asin, filler_file, reader);
+                           });
+    if (fr.lines > 0 && valid == 0)
+      throw DataError(fmt::format("{}: none of its {} lines is a usable product record; is it a review file given "
+                                  "as --meta?",
+                                  f.string(), fr.lines));
+    r.meta_lines += fr.lines;
+    r.meta_malformed += fr.malformed;
+    before += file_size_or_zero(f);
   }
   r.seconds_meta = clock.seconds();
   r.peak_rss_meta = peak_rss_bytes();
+  return join.take();
+}
 
-  // ---- Users: the first candidates (by priority) that keep enough behaviours once joined.
-  clock = Stopwatch();
+// The users of the dataset: the first candidates (by priority) that keep --min-behaviours once the reviews of
+// products without a meta record are dropped, up to --users; sorted by user id. None is an error.
+std::vector<std::size_t> accept_users(const BuildOptions& o, std::vector<Candidate>& cands,
+                                      const std::unordered_map<std::string, data::Product>& found, BuildReport& r) {
   std::vector<std::size_t> accepted;
   for (std::size_t i = 0; i < cands.size() && accepted.size() < o.n_users; ++i) {
     Candidate& c = cands[i];
@@ -458,9 +535,15 @@ BuildReport build_dataset(const BuildOptions& o, const fs::path& out_dir) {
                 " behaviours once reviews without product metadata and duplicates are dropped; check that the --meta "
                 "files match the --reviews files");
   std::sort(accepted.begin(), accepted.end(), [&](std::size_t a, std::size_t b) { return cands[a].user_id < cands[b].user_id; });
+  return accepted;
+}
 
-  // ---- Catalogue: behaviour products (by ASIN), then fillers (by ASIN); item ids 1..N in that order.
-  data::Dataset ds;
+// The catalogue: the accepted users' behaviour products (by ASIN), then fillers (lowest priority first, up to
+// --catalogue-size in all, listed by ASIN); item ids 1..N in that order. Returns the behaviour products' ids.
+std::unordered_map<std::string, data::ProductId> add_catalogue(const BuildOptions& o, const std::vector<Candidate>& cands,
+                                                               const std::vector<std::size_t>& accepted,
+                                                               JoinedProducts products, data::Dataset& ds,
+                                                               BuildReport& r) {
   std::vector<std::string> behaviour_asins;
   {
     std::unordered_set<std::string> seen;
@@ -471,7 +554,7 @@ BuildReport build_dataset(const BuildOptions& o, const fs::path& out_dir) {
   std::sort(behaviour_asins.begin(), behaviour_asins.end());
   std::vector<data::Product> filler_products;
   std::size_t filler_room = o.catalogue_size > behaviour_asins.size() ? o.catalogue_size - behaviour_asins.size() : 0;
-  for (auto& [prio, p] : fillers) {
+  for (auto& [prio, p] : products.fillers) {
     if (filler_products.size() >= filler_room) break;
     filler_products.push_back(std::move(p));
   }
@@ -480,7 +563,7 @@ BuildReport build_dataset(const BuildOptions& o, const fs::path& out_dir) {
   std::unordered_map<std::string, data::ProductId> pid;
   std::vector<std::pair<std::string, int64_t>> item_ids;
   for (const auto& asin : behaviour_asins) {
-    pid[asin] = *ds.add_product(std::move(found.at(asin)));
+    pid[asin] = *ds.add_product(std::move(products.found.at(asin)));
     item_ids.emplace_back(asin, static_cast<int64_t>(item_ids.size() + 1));
   }
   for (auto& p : filler_products) {
@@ -492,10 +575,14 @@ BuildReport build_dataset(const BuildOptions& o, const fs::path& out_dir) {
   r.products_behaviour = behaviour_asins.size();
   r.products_filler = ds.products().size() - behaviour_asins.size();
   ds.set_item_ids(std::move(item_ids));
-  found.clear();
-  fillers.clear();
+  return pid;
+}
 
-  // ---- Users with their split behaviours.
+// The accepted users with their behaviours split chronologically (split_sizes). Returns each user's key, which
+// seeds the user's instruction draws.
+std::vector<uint64_t> add_users(std::vector<Candidate>& cands, const std::vector<std::size_t>& accepted,
+                                const std::unordered_map<std::string, data::ProductId>& pid, data::Dataset& ds,
+                                BuildReport& r) {
   std::vector<uint64_t> user_keys;
   for (std::size_t i : accepted) {
     Candidate& c = cands[i];
@@ -518,30 +605,50 @@ BuildReport build_dataset(const BuildOptions& o, const fs::path& out_dir) {
     user_keys.push_back(c.key);
   }
   r.users = ds.users().size();
+  return user_keys;
+}
 
-  // ---- Profiles.
+// Progress of an LLM phase, one tick per finished request. The workers tick from several threads and the
+// callback need not be thread-safe, so calls are serialized.
+class LlmProgress {
+ public:
+  LlmProgress(const BuildOptions& o, std::string phase, std::size_t total)
+      : o_(o), phase_(std::move(phase)), total_(total) {}
+  void tick() {
+    std::size_t d = ++done_;
+    if (!o_.on_progress) return;
+    std::lock_guard<std::mutex> lock(mu_);
+    o_.on_progress({phase_, d, total_, d, clock_.seconds()});
+  }
+
+ private:
+  const BuildOptions& o_;
+  std::string phase_;
+  std::size_t total_;
+  std::atomic<std::size_t> done_{0};
+  Stopwatch clock_;
+  std::mutex mu_;
+};
+
+// A user's behaviours with their products, oldest first: what a profile is made from.
+std::vector<HistoryItem> history_of(const data::Dataset& ds, data::UserId uid) {
+  std::vector<HistoryItem> h;
+  for (const auto& b : ds.user(uid).behaviours) h.push_back({&ds.product(b.product), &b.review});
+  return h;
+}
+
+// Every user's profile: the offline rules, or (LLM mode) the model's reply with the offline value for each field
+// it lacks.
+void add_profiles(const BuildOptions& o, data::Dataset& ds, BuildReport& r) {
   PriceReference prices = PriceReference::from_catalogue(ds.products());
-  auto history_of = [&](data::UserId uid) {
-    std::vector<HistoryItem> h;
-    for (const auto& b : ds.user(uid).behaviours) h.push_back({&ds.product(b.product), &b.review});
-    return h;
-  };
   std::vector<data::Profile> profiles(ds.users().size());
-  for (data::UserId u = 0; u < ds.users().size(); ++u) profiles[u] = offline_profile(history_of(u), prices);
-  std::atomic<std::size_t> done{0}, calls{0}, failures{0}, filled{0};
-  Stopwatch phase_clock;
-  std::mutex progress_mu;  // LLM workers report progress from several threads; the callback need not be thread-safe
-  auto tick = [&](const std::string& phase, std::size_t total) {
-    std::size_t d = ++done;
-    if (!o.on_progress) return;
-    std::lock_guard<std::mutex> lock(progress_mu);
-    o.on_progress({phase, d, total, d, phase_clock.seconds()});
-  };
+  for (data::UserId u = 0; u < ds.users().size(); ++u) profiles[u] = offline_profile(history_of(ds, u), prices);
   if (o.model) {
+    std::atomic<std::size_t> calls{0}, failures{0}, filled{0};
+    LlmProgress progress(o, "profiles (llm)", profiles.size());
     std::vector<data::Profile> llm_profiles(profiles.size());
     parallel_for(profiles.size(), o.llm_workers, [&](std::size_t u) {
-      auto h = history_of(static_cast<data::UserId>(u));
-      auto req = profile_prompt(h, o.model_name, o.temperature);
+      auto req = profile_prompt(history_of(ds, static_cast<data::UserId>(u)), o.model_name, o.temperature);
       req.seed = o.llm_seed;
       auto resp = o.model->chat(req);
       ++calls;
@@ -549,16 +656,22 @@ BuildReport build_dataset(const BuildOptions& o, const fs::path& out_dir) {
       llm_profiles[u] = parse_profile_reply(resp.message.content, profiles[u], n_filled);
       filled += static_cast<std::size_t>(n_filled);
       if (n_filled == static_cast<int>(std::size(data::kProfileFields))) ++failures;
-      tick("profiles (llm)", profiles.size());
+      progress.tick();
     });
     profiles = std::move(llm_profiles);
+    r.llm_calls += calls;
+    r.llm_failures += failures;
+    r.profile_fields_filled += filled;
   }
   for (data::UserId u = 0; u < ds.users().size(); ++u) {
     ds.mutable_user(u).profile = profiles[u];
     ds.mutable_user(u).has_profile = true;
   }
+}
 
-  // ---- Tasks: one per train and test behaviour, types by the mix.
+// One slot per train and test behaviour (train first, users by id, behaviours in time order); the types follow
+// the mix exactly within each split, in a seeded random order.
+std::vector<Slot> task_slots(const BuildOptions& o, const data::Dataset& ds, const std::vector<uint64_t>& user_keys) {
   std::vector<Slot> slots;
   for (data::Split split : {data::Split::kTrain, data::Split::kTest}) {
     std::size_t first = slots.size();
@@ -570,55 +683,71 @@ BuildReport build_dataset(const BuildOptions& o, const fs::path& out_dir) {
     auto types = assign_types(slots.size() - first, o.type_mix, derive_seed(o.seed, 7, static_cast<uint64_t>(split)));
     for (std::size_t i = first; i < slots.size(); ++i) slots[i].type = types[i - first];
   }
-  auto input_of = [&](const Slot& s) {
-    const auto& b = ds.user(s.user).behaviours[s.behaviour];
-    return InstructionInput{s.type, &ds.user(s.user).profile, &ds.product(b.product), &b.review};
-  };
-  auto slot_seed = [&](const Slot& s, uint64_t attempt) {
-    return derive_seed(o.seed ^ s.user_key, (static_cast<uint64_t>(s.behaviour) << 2) | static_cast<uint64_t>(s.type), attempt);
-  };
-  std::vector<char> from_llm(slots.size(), 0);
+  return slots;
+}
+
+InstructionInput instruction_input(const data::Dataset& ds, const Slot& s) {
+  const auto& b = ds.user(s.user).behaviours[s.behaviour];
+  return InstructionInput{s.type, &ds.user(s.user).profile, &ds.product(b.product), &b.review};
+}
+
+// The seed of an offline template draw: per user, behaviour, type and attempt.
+uint64_t slot_seed(uint64_t seed, const Slot& s, uint64_t attempt) {
+  return derive_seed(seed ^ s.user_key, (static_cast<uint64_t>(s.behaviour) << 2) | static_cast<uint64_t>(s.type), attempt);
+}
+
+// LLM mode: a first instruction for every slot, requests in parallel (an empty text when the reply is unusable).
+void draft_llm_instructions(const BuildOptions& o, const data::Dataset& ds, std::vector<Slot>& slots, BuildReport& r) {
+  std::atomic<std::size_t> calls{0};
+  LlmProgress progress(o, "instructions (llm)", slots.size());
+  parallel_for(slots.size(), o.llm_workers, [&](std::size_t i) {
+    auto req = instruction_prompt(instruction_input(ds, slots[i]), o.model_name, o.temperature);
+    req.seed = o.llm_seed;
+    auto resp = o.model->chat(req);
+    ++calls;
+    slots[i].text = clean_instruction_reply(resp.message.content);
+    progress.tick();
+  });
+  r.llm_calls += calls;
+}
+
+// Makes the slot's text one not in `used`. LLM mode: the draft, else the model asked again as a new sample up to
+// 3 times; then, and offline, the next template draw, and after 20 draws a numbered suffix.
+void make_instruction_unique(const BuildOptions& o, const data::Dataset& ds, Slot& s,
+                             const std::unordered_set<std::string>& used, BuildReport& r) {
   if (o.model) {
-    done = 0;
-    phase_clock = Stopwatch();
-    parallel_for(slots.size(), o.llm_workers, [&](std::size_t i) {
-      auto req = instruction_prompt(input_of(slots[i]), o.model_name, o.temperature);
+    for (int sample = 1; sample <= 3 && (s.text.empty() || used.contains(s.text)); ++sample) {
+      if (!s.text.empty()) ++r.instruction_collisions;
+      auto req = instruction_prompt(instruction_input(ds, s), o.model_name, o.temperature);
+      req.sample = sample;
       req.seed = o.llm_seed;
-      auto resp = o.model->chat(req);
-      ++calls;
-      slots[i].text = clean_instruction_reply(resp.message.content);
-      from_llm[i] = !slots[i].text.empty();
-      tick("instructions (llm)", slots.size());
-    });
+      s.text = clean_instruction_reply(o.model->chat(req).message.content);
+      ++r.llm_calls;
+    }
+    if (s.text.empty() || used.contains(s.text)) {
+      ++r.instruction_fallbacks;
+      if (s.text.empty()) ++r.llm_failures;
+      s.text.clear();
+    }
   }
-  // Uniqueness across both splits, in slot order: a repeated text is generated again (LLM: asked again as a new
-  // sample, up to 3 times; then, and offline, the next template draw, and after 20 draws a numbered suffix).
+  if (s.text.empty()) {
+    for (uint64_t attempt = 0;; ++attempt) {
+      s.text = offline_instruction(instruction_input(ds, s), slot_seed(o.seed, s, attempt));
+      if (attempt >= 20) s.text += " (request " + std::to_string(attempt - 19) + ")";
+      if (!used.contains(s.text)) break;
+      ++r.instruction_collisions;
+    }
+  }
+}
+
+// The tasks: one per train and test behaviour, its instruction unique across both splits (PUMA keys files on
+// instructions), checked in slot order.
+void add_tasks(const BuildOptions& o, const std::vector<uint64_t>& user_keys, data::Dataset& ds, BuildReport& r) {
+  std::vector<Slot> slots = task_slots(o, ds, user_keys);
+  if (o.model) draft_llm_instructions(o, ds, slots, r);
   std::unordered_set<std::string> used;
-  for (std::size_t i = 0; i < slots.size(); ++i) {
-    Slot& s = slots[i];
-    if (o.model) {
-      for (int sample = 1; sample <= 3 && (s.text.empty() || used.contains(s.text)); ++sample) {
-        if (!s.text.empty()) ++r.instruction_collisions;
-        auto req = instruction_prompt(input_of(s), o.model_name, o.temperature);
-        req.sample = sample;
-        req.seed = o.llm_seed;
-        s.text = clean_instruction_reply(o.model->chat(req).message.content);
-        ++calls;
-      }
-      if (s.text.empty() || used.contains(s.text)) {
-        ++r.instruction_fallbacks;
-        if (s.text.empty()) ++failures;
-        s.text.clear();
-      }
-    }
-    if (s.text.empty()) {
-      for (uint64_t attempt = 0;; ++attempt) {
-        s.text = offline_instruction(input_of(s), slot_seed(s, attempt));
-        if (attempt >= 20) s.text += " (request " + std::to_string(attempt - 19) + ")";
-        if (!used.contains(s.text)) break;
-        ++r.instruction_collisions;
-      }
-    }
+  for (Slot& s : slots) {
+    make_instruction_unique(o, ds, s, used, r);
     used.insert(s.text);
     const auto& b = ds.user(s.user).behaviours[s.behaviour];
     data::Task t;
@@ -632,13 +761,11 @@ BuildReport build_dataset(const BuildOptions& o, const fs::path& out_dir) {
     ds.add_task(std::move(t));
     (s.split == data::Split::kTrain ? r.train_by_type : r.test_by_type)[static_cast<int>(s.type)]++;
   }
-  r.llm_calls = calls;
-  r.llm_failures = failures;
-  r.profile_fields_filled = filled;
-  r.seconds_generate = clock.seconds();
+}
 
-  // ---- Write.
-  clock = Stopwatch();
+// The dataset in the original layout, then build_report.json beside it.
+void write_outputs(const data::Dataset& ds, const fs::path& out_dir, BuildReport& r) {
+  Stopwatch clock;
   data::WriteOptions wo;
   wo.product_parts = 1;
   wo.history_parts = 1;
@@ -646,6 +773,33 @@ BuildReport build_dataset(const BuildOptions& o, const fs::path& out_dir) {
   r.seconds_write = clock.seconds();
   r.peak_rss_bytes = peak_rss_bytes();
   write_file_atomic(out_dir / "build_report.json", build_report_json(r) + "\n");
+}
+
+}  // namespace
+
+BuildReport build_dataset(const BuildOptions& o, const fs::path& out_dir) {
+  check_options(o);
+  BuildReport r;
+  r.mode = o.model ? "llm:" + o.model_name : "offline";
+  r.users_requested = o.n_users;
+  ProblemLog log{r};
+  LineParser parser;
+  ChosenInputs inputs = choose_inputs(o, r);
+  std::vector<UserSampler::Candidate> qualifying = sample_candidates(o, count_users(o, inputs, parser, log, r), r);
+  std::vector<Candidate> cands = collect_reviews(o, inputs, qualifying, parser, log, r);
+  std::unordered_set<std::string> needed = clean_reviews(cands, r);
+  JoinedProducts products = join_products(o, inputs, needed, parser, log, r);
+
+  Stopwatch generate_clock;
+  std::vector<std::size_t> accepted = accept_users(o, cands, products.found, r);
+  data::Dataset ds;
+  auto product_ids = add_catalogue(o, cands, accepted, std::move(products), ds, r);
+  std::vector<uint64_t> user_keys = add_users(cands, accepted, product_ids, ds, r);
+  add_profiles(o, ds, r);
+  add_tasks(o, user_keys, ds, r);
+  r.seconds_generate = generate_clock.seconds();
+
+  write_outputs(ds, out_dir, r);
   return r;
 }
 

@@ -1,3 +1,6 @@
+// src/puma/pipeline.cpp: run_pipeline as the list of its steps (pipeline_steps()), one function per step:
+// tokenizer_step, prepare_step, sft_step, eval_sft_step, sample_step, score_step, dpo_step, eval_dpo_step. The
+// state they share (the context, the folders, the settings so far, the report) is a PipelineRun.
 #include "puma/pipeline.h"
 
 #include <fmt/format.h>
@@ -136,6 +139,255 @@ std::vector<const data::Task*> task_list(const data::Dataset& ds, data::Split sp
   return out;
 }
 
+// What the steps share: the inputs, the folders, the report, and the settings so far. Each step appends its own
+// settings to `settings` before it checks its `.done`, so a step's `.done` holds the settings of every step up to
+// it: a changed setting redoes its step and every later one even across runs.
+struct PipelineRun {
+  PipelineRun(const PipelineContext& context, const PipelineOptions& options, PipelineReport& into)
+      : ctx(context), o(options), ds(*context.ds), report(into), steps(context, into),
+        tiny(options.base_model.empty()), base(tiny ? options.out / "base" : options.base_model),
+        data_dir(options.out / "data"), sft_dir(options.out / "sft"), dpo_dir(options.out / "dpo"),
+        sft_options(options.sft), dpo_options(options.dpo) {
+    sft_options.on_progress = dpo_options.on_progress = context.progress;
+    sft_options.cancel = dpo_options.cancel = context.cancel;
+  }
+  const PipelineContext& ctx;
+  const PipelineOptions& o;
+  const data::Dataset& ds;
+  PipelineReport& report;
+  Steps steps;
+  const bool tiny;      // the tiny preset: a model from scratch over a vocabulary learnt from the dataset
+  const fs::path base;  // the model SFT starts from
+  const fs::path data_dir, sft_dir, dpo_dir;
+  TrainOptions sft_options, dpo_options;  // the options with the context's progress and cancel
+  std::string settings;
+};
+
+// tokenizer: the tiny preset's vocabulary from the dataset's text.
+void tokenizer_step(PipelineRun& run) {
+  const PipelineOptions& o = run.o;
+  run.settings = json{{"tiny", run.tiny}, {"vocab", o.tiny_vocab_size}, {"base", o.base_model.string()}}.dump();
+  if (!run.tiny || run.steps.skip("tokenizer", run.base, run.settings)) return;
+  tok::SpmTrainOptions so;
+  so.vocab_size = o.tiny_vocab_size;
+  tok::train_sentencepiece(vocabulary_texts(run.ds), run.base, so);
+  run.steps.mark("tokenizer", run.base, run.settings);
+}
+
+// prepare: the SFT examples, memory cut with the model's tokenizer.
+void prepare_step(PipelineRun& run) {
+  const PipelineOptions& o = run.o;
+  const data::Dataset& ds = run.ds;
+  const embed::Embedder& embedder = *run.ctx.embedder;
+  run.settings += json{{"k", o.prepare.memory.k}, {"tokens", o.prepare.memory.max_tokens},
+                       {"fallback", o.prepare.recommend_fallback == RecommendFallback::kSkip ? "skip" : "recent"},
+                       {"labels", o.search_labels}, {"train_limit", o.train_limit}, {"test_limit", o.test_limit},
+                       {"prompts", std::string(agents::kPumaPromptsVersion)}, {"embedder", embedder.name()}}
+                      .dump();
+  if (run.steps.skip("prepare", run.data_dir, run.settings)) return;
+  auto counter = agents::tokenizer_token_counter(tok::load_tokenizer(run.base));
+  SearchLabeler labeler = o.search_labels == "llm" ? run.ctx.search_labeler : heuristic_search_labeler(ds, embedder);
+  PrepareReport rep;
+  write_examples(run.data_dir / "function_train.jsonl", first_n(function_examples(ds, data::Split::kTrain), o.train_limit));
+  write_examples(run.data_dir / "function_test.jsonl", first_n(function_examples(ds, data::Split::kTest), o.test_limit));
+  auto train_params = param_examples(ds, data::Split::kTrain, embedder, *counter, labeler, o.prepare, &rep);
+  const std::size_t used = o.train_limit > 0 ? std::min(train_params.size(), static_cast<std::size_t>(o.train_limit))
+                                             : train_params.size();
+  write_examples(run.data_dir / "param_train.jsonl", first_n(std::move(train_params), o.train_limit));
+  write_examples(run.data_dir / "param_test.jsonl",
+                 first_n(param_examples(ds, data::Split::kTest, embedder, *counter, labeler, o.prepare), o.test_limit));
+  write_json(run.data_dir / "report.json", {{"train_tasks", rep.tasks}, {"train_examples", rep.examples},
+                                            {"recommend_fallbacks", rep.recommend_fallbacks}, {"skipped", rep.skipped},
+                                            {"train_examples_used", used}});
+  run.steps.log(fmt::format("prepare: {} train parameter examples ({} used), {} D8 fallbacks, {} skipped",
+                            rep.examples, used, rep.recommend_fallbacks, rep.skipped));
+  run.steps.mark("prepare", run.data_dir, run.settings);
+}
+
+// The SFT data: the function examples (`function_repeats` copies) then the parameter examples; the evaluation
+// pairs are the test split's function and parameter examples.
+std::pair<std::vector<TrainPair>, std::vector<TrainPair>> sft_pairs(const PipelineRun& run) {
+  std::vector<TrainPair> train;
+  auto functions = pairs_of(read_examples(run.data_dir / "function_train.jsonl"));
+  for (int copy = 0; copy < std::max(1, run.o.function_repeats); ++copy)
+    train.insert(train.end(), functions.begin(), functions.end());
+  auto more = pairs_of(read_examples(run.data_dir / "param_train.jsonl"));
+  train.insert(train.end(), more.begin(), more.end());
+  auto eval = pairs_of(read_examples(run.data_dir / "function_test.jsonl"));
+  auto eval_params = pairs_of(read_examples(run.data_dir / "param_test.jsonl"));
+  eval.insert(eval.end(), eval_params.begin(), eval_params.end());
+  return {std::move(train), std::move(eval)};
+}
+
+// sft: function + parameter examples together (the original's function_param).
+void sft_step(PipelineRun& run) {
+  const PipelineOptions& o = run.o;
+  run.settings += train_json(o.sft).dump() + json{{"device", o.model.device}, {"dtype", o.model.dtype},
+                                                  {"seed", o.seed}, {"function_repeats", o.function_repeats}}
+                                                 .dump();
+  if (run.steps.skip("sft", run.sft_dir, run.settings)) return;
+  auto [train, eval] = sft_pairs(run);
+  auto model = open_or_create(run.base, o, run.tiny);
+  run.steps.log("sft: " + model->describe() + ", " + std::to_string(train.size()) + " pairs");
+  TrainReport r = model->sft(train, eval, run.sft_dir / "work", run.sft_options);
+  if (r.cancelled) {
+    run.report.cancelled = true;
+    return;
+  }
+  model->save(run.sft_dir / "model");
+  write_json(run.sft_dir / "train.json", {{"steps", r.steps}, {"train_loss", r.train_loss}, {"eval_loss", r.eval_loss},
+                                          {"seconds", r.seconds}, {"resumed", r.resumed}});
+  run.steps.log(fmt::format("sft: {} steps, train loss {:.4f}, eval loss {:.4f}, {:.1f} s", r.steps, r.train_loss,
+                            r.eval_loss, r.seconds));
+  run.steps.mark("sft", run.sft_dir, run.settings);
+}
+
+// The fast test of the model in `dir`/model on the test split (eval-sft, eval-dpo), written to `dir`/eval; its
+// result, run now or before, is returned.
+FastTestResult evaluate_step(PipelineRun& run, const std::string& step, const fs::path& dir) {
+  const fs::path eval_dir = dir / "eval";
+  if (!run.steps.skip(step, eval_dir, run.settings)) {
+    auto model = PumaModel::open(dir / "model", {}, run.o.model);
+    evaluate_model(*model, run.ctx, run.o, task_list(run.ds, data::Split::kTest, run.o.test_limit), eval_dir);
+    run.steps.mark(step, eval_dir, run.settings);
+  }
+  return fast_test_from_json(json::parse(read_file(eval_dir / "fast_test.json")));
+}
+
+// eval-sft: the fast test of the SFT model.
+void eval_sft_step(PipelineRun& run) {
+  run.settings += json{{"max_new_tokens", run.o.max_new_tokens}}.dump();
+  run.report.sft = evaluate_step(run, "eval-sft", run.sft_dir);
+  run.report.have_sft = true;
+}
+
+// sample: diverse candidates for the train tasks' parameter prompts (ground-truth tool, as the DPO pairs' prompts).
+void sample_step(PipelineRun& run) {
+  const PipelineOptions& o = run.o;
+  run.settings += json{{"samples", o.samples}, {"temperature", o.sample_temperature}}.dump();
+  const fs::path sample_dir = run.dpo_dir / "sample";
+  if (run.steps.skip("sample", sample_dir, run.settings)) return;
+  auto examples = read_examples(run.data_dir / "param_train.jsonl");
+  auto model = PumaModel::open(run.sft_dir / "model", {}, o.model);
+  GenerateConfig g;
+  g.max_new_tokens = o.max_new_tokens;
+  g.sample = true;
+  g.temperature = o.sample_temperature;
+  g.num_beams = o.samples;
+  g.seed = o.seed;
+  g.batch_size = 1;
+  std::string lines;
+  for (const Example& e : examples) {
+    if (run.ctx.cancel && run.ctx.cancel->load()) {
+      run.report.cancelled = true;
+      return;
+    }
+    auto candidates = model->generate({e.prompt}, g).at(0);
+    for (std::string& c : candidates) c = agents::puma_generated_part(c, "### Tool Parameter:\n");
+    lines += json{{"task", e.task}, {"candidates", candidates}}.dump() + "\n";
+  }
+  write_file_atomic(sample_dir / "candidates.jsonl", lines);
+  run.steps.mark("sample", sample_dir, run.settings);
+}
+
+// The DPO pairs of the sampled candidates (pairs.jsonl lines) and how many tasks gave one or tied.
+struct ScoredSamples {
+  std::string pairs_lines;
+  int pairs = 0, ties = 0;
+};
+
+// Each train task's candidates executed in the environment; best vs worst is the pair, ties give none (D7).
+ScoredSamples score_samples(const PipelineRun& run) {
+  auto examples = read_examples(run.data_dir / "param_train.jsonl");
+  std::map<std::string, const Example*> by_task;
+  for (const Example& e : examples) by_task[e.task] = &e;
+  const std::string text = read_file(run.dpo_dir / "sample" / "candidates.jsonl");
+  ScoredSamples out;
+  for (std::string_view line : split_lines(text)) {
+    if (trim(line).empty()) continue;
+    json j = json::parse(line);
+    std::string key = j.at("task").get<std::string>();
+    const data::Task& task = run.ds.tasks(data::Split::kTrain).at(std::stoul(key.substr(key.find('/') + 1)));
+    ScoredCandidates scored = score_candidates(*run.ctx.env, task, j.at("candidates").get<std::vector<std::string>>());
+    auto pair = preference_pair(scored);
+    if (!pair) {
+      ++out.ties;
+      continue;
+    }
+    ++out.pairs;
+    out.pairs_lines += json{{"task", key}, {"prompt", by_task.at(key)->prompt}, {"chosen", pair->chosen},
+                            {"rejected", pair->rejected}, {"chosen_score", pair->chosen_score},
+                            {"rejected_score", pair->rejected_score}}
+                           .dump() +
+                       "\n";
+  }
+  return out;
+}
+
+// score: the preference pairs for DPO (score_samples).
+void score_step(PipelineRun& run) {
+  const fs::path score_dir = run.dpo_dir / "score";
+  if (!run.steps.skip("score", score_dir, run.settings)) {
+    ScoredSamples s = score_samples(run);
+    write_file_atomic(score_dir / "pairs.jsonl", s.pairs_lines);
+    write_json(score_dir / "report.json", {{"pairs", s.pairs}, {"tie_tasks", s.ties}});
+    run.steps.log(fmt::format("score: {} preference pairs, {} tasks skipped as ties (D7)", s.pairs, s.ties));
+    run.steps.mark("score", score_dir, run.settings);
+  }
+  json score_report = json::parse(read_file(score_dir / "report.json"));
+  run.report.preference_pairs = score_report.at("pairs").get<int>();
+  run.report.tie_tasks = score_report.at("tie_tasks").get<int>();
+}
+
+// The preference pairs the score step wrote.
+std::vector<PreferenceExample> read_preference_pairs(const fs::path& file) {
+  std::vector<PreferenceExample> pairs;
+  const std::string pairs_text = read_file(file);  // the lines below point into it
+  for (std::string_view line : split_lines(pairs_text)) {
+    if (trim(line).empty()) continue;
+    json j = json::parse(line);
+    pairs.push_back({j.at("prompt"), j.at("chosen"), j.at("rejected")});
+  }
+  return pairs;
+}
+
+// dpo: DPO from the SFT model on the preference pairs; with no pair the DPO model is the SFT model.
+void dpo_step(PipelineRun& run) {
+  run.settings += train_json(run.o.dpo).dump();
+  if (run.steps.skip("dpo", run.dpo_dir, run.settings)) return;
+  std::vector<PreferenceExample> pairs = read_preference_pairs(run.dpo_dir / "score" / "pairs.jsonl");
+  auto model = PumaModel::open(run.sft_dir / "model", {}, run.o.model);
+  if (pairs.empty()) {
+    run.steps.log("dpo: no preference pairs (every task's candidates tied); the DPO model is the SFT model");
+  } else {
+    TrainReport r = model->dpo(pairs, run.dpo_dir / "work", run.dpo_options);
+    if (r.cancelled) {
+      run.report.cancelled = true;
+      return;
+    }
+    run.steps.log(fmt::format("dpo: {} steps, loss {:.4f}, {:.1f} s", r.steps, r.train_loss, r.seconds));
+  }
+  model->save(run.dpo_dir / "model");
+  run.steps.mark("dpo", run.dpo_dir, run.settings);
+}
+
+// eval-dpo: the fast test of the DPO model.
+void eval_dpo_step(PipelineRun& run) {
+  run.report.dpo = evaluate_step(run, "eval-dpo", run.dpo_dir);
+  run.report.have_dpo = true;
+}
+
+// The steps in order; pipeline_steps() lists their names.
+struct PipelineStep {
+  const char* name;
+  void (*run)(PipelineRun&);
+};
+constexpr PipelineStep kSteps[] = {{"tokenizer", tokenizer_step}, {"prepare", prepare_step},
+                                   {"sft", sft_step},             {"eval-sft", eval_sft_step},
+                                   {"sample", sample_step},       {"score", score_step},
+                                   {"dpo", dpo_step},             {"eval-dpo", eval_dpo_step}};
+
+
 }  // namespace
 
 PipelineOptions PipelineOptions::tiny_preset() {
@@ -175,12 +427,6 @@ PipelineOptions PipelineOptions::paper_preset() {
   return o;
 }
 
-const std::vector<std::string>& pipeline_steps() {
-  static const std::vector<std::string> steps = {"tokenizer", "prepare", "sft",      "eval-sft",
-                                                 "sample",    "score",   "dpo",      "eval-dpo"};
-  return steps;
-}
-
 FastTestResult evaluate_model(PumaModel& model, const PipelineContext& ctx, const PipelineOptions& o,
                               const std::vector<const data::Task*>& tasks, const fs::path& dir) {
   const data::Dataset& ds = *ctx.ds;
@@ -217,201 +463,28 @@ FastTestResult evaluate_model(PumaModel& model, const PipelineContext& ctx, cons
   return r;
 }
 
+const std::vector<std::string>& pipeline_steps() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> out;
+    for (const PipelineStep& s : kSteps) out.emplace_back(s.name);
+    return out;
+  }();
+  return names;
+}
+
 PipelineReport run_pipeline(const PipelineContext& ctx, const PipelineOptions& o, const std::string& until) {
   if (!ctx.ds || !ctx.embedder || !ctx.env) throw UsageError("run_pipeline: dataset, embedder and environment needed");
   const auto& steps = pipeline_steps();
   if (!until.empty() && std::find(steps.begin(), steps.end(), until) == steps.end())
-    throw UsageError("unknown pipeline step '" + until + "' (steps: tokenizer, prepare, sft, eval-sft, sample, "
-                     "score, dpo, eval-dpo)");
+    throw UsageError(fmt::format("unknown pipeline step '{}' (steps: {})", until, fmt::join(steps, ", ")));
   if (o.search_labels == "llm" && !ctx.search_labeler)
     throw UsageError("search labels from an LLM need --model (or use --search-labels heuristic)");
-  const data::Dataset& ds = *ctx.ds;
-  const bool tiny = o.base_model.empty();
   PipelineReport report;
-  Steps st(ctx, report);
-  auto reached = [&](const std::string& step) { return !until.empty() && step == until; };
-  const fs::path base = tiny ? o.out / "base" : o.base_model;
-  const fs::path data_dir = o.out / "data", sft_dir = o.out / "sft", dpo_dir = o.out / "dpo";
-  TrainOptions sft_options = o.sft, dpo_options = o.dpo;
-  sft_options.on_progress = dpo_options.on_progress = ctx.progress;
-  sft_options.cancel = dpo_options.cancel = ctx.cancel;
-
-  // tokenizer: the tiny preset's vocabulary from the dataset's text.
-  std::string settings = json{{"tiny", tiny}, {"vocab", o.tiny_vocab_size}, {"base", o.base_model.string()}}.dump();
-  if (tiny && !st.skip("tokenizer", base, settings)) {
-    tok::SpmTrainOptions so;
-    so.vocab_size = o.tiny_vocab_size;
-    tok::train_sentencepiece(vocabulary_texts(ds), base, so);
-    st.mark("tokenizer", base, settings);
+  PipelineRun run(ctx, o, report);
+  for (const PipelineStep& step : kSteps) {
+    step.run(run);
+    if (report.cancelled || step.name == until) break;  // cancelled: the same command resumes
   }
-  if (reached("tokenizer")) return report;
-
-  // prepare: the SFT examples, memory cut with the model's tokenizer.
-  settings += json{{"k", o.prepare.memory.k}, {"tokens", o.prepare.memory.max_tokens},
-                   {"fallback", o.prepare.recommend_fallback == RecommendFallback::kSkip ? "skip" : "recent"},
-                   {"labels", o.search_labels}, {"train_limit", o.train_limit}, {"test_limit", o.test_limit},
-                   {"prompts", std::string(agents::kPumaPromptsVersion)}, {"embedder", ctx.embedder->name()}}
-                  .dump();
-  if (!st.skip("prepare", data_dir, settings)) {
-    auto counter = agents::tokenizer_token_counter(tok::load_tokenizer(base));
-    SearchLabeler labeler = o.search_labels == "llm" ? ctx.search_labeler : heuristic_search_labeler(ds, *ctx.embedder);
-    PrepareReport rep;
-    write_examples(data_dir / "function_train.jsonl", first_n(function_examples(ds, data::Split::kTrain), o.train_limit));
-    write_examples(data_dir / "function_test.jsonl", first_n(function_examples(ds, data::Split::kTest), o.test_limit));
-    auto train_params = param_examples(ds, data::Split::kTrain, *ctx.embedder, *counter, labeler, o.prepare, &rep);
-    const std::size_t used = o.train_limit > 0 ? std::min(train_params.size(), static_cast<std::size_t>(o.train_limit))
-                                               : train_params.size();
-    write_examples(data_dir / "param_train.jsonl", first_n(std::move(train_params), o.train_limit));
-    write_examples(data_dir / "param_test.jsonl",
-                   first_n(param_examples(ds, data::Split::kTest, *ctx.embedder, *counter, labeler, o.prepare),
-                           o.test_limit));
-    write_json(data_dir / "report.json", {{"train_tasks", rep.tasks}, {"train_examples", rep.examples},
-                                          {"recommend_fallbacks", rep.recommend_fallbacks}, {"skipped", rep.skipped},
-                                          {"train_examples_used", used}});
-    st.log(fmt::format("prepare: {} train parameter examples ({} used), {} D8 fallbacks, {} skipped", rep.examples,
-                       used, rep.recommend_fallbacks, rep.skipped));
-    st.mark("prepare", data_dir, settings);
-  }
-  if (reached("prepare")) return report;
-
-  // sft: function + parameter examples together (the original's function_param).
-  settings += train_json(o.sft).dump() + json{{"device", o.model.device}, {"dtype", o.model.dtype}, {"seed", o.seed},
-                                              {"function_repeats", o.function_repeats}}.dump();
-  if (!st.skip("sft", sft_dir, settings)) {
-    std::vector<TrainPair> train;
-    auto functions = pairs_of(read_examples(data_dir / "function_train.jsonl"));
-    for (int copy = 0; copy < std::max(1, o.function_repeats); ++copy)
-      train.insert(train.end(), functions.begin(), functions.end());
-    auto more = pairs_of(read_examples(data_dir / "param_train.jsonl"));
-    train.insert(train.end(), more.begin(), more.end());
-    auto eval = pairs_of(read_examples(data_dir / "function_test.jsonl"));
-    auto eval_params = pairs_of(read_examples(data_dir / "param_test.jsonl"));
-    eval.insert(eval.end(), eval_params.begin(), eval_params.end());
-    auto model = open_or_create(base, o, tiny);
-    st.log("sft: " + model->describe() + ", " + std::to_string(train.size()) + " pairs");
-    TrainReport r = model->sft(train, eval, sft_dir / "work", sft_options);
-    if (r.cancelled) {
-      report.cancelled = true;
-      return report;
-    }
-    model->save(sft_dir / "model");
-    write_json(sft_dir / "train.json", {{"steps", r.steps}, {"train_loss", r.train_loss}, {"eval_loss", r.eval_loss},
-                                        {"seconds", r.seconds}, {"resumed", r.resumed}});
-    st.log(fmt::format("sft: {} steps, train loss {:.4f}, eval loss {:.4f}, {:.1f} s", r.steps, r.train_loss,
-                       r.eval_loss, r.seconds));
-    st.mark("sft", sft_dir, settings);
-  }
-  if (reached("sft")) return report;
-
-  auto test_tasks = task_list(ds, data::Split::kTest, o.test_limit);
-  settings += json{{"max_new_tokens", o.max_new_tokens}}.dump();
-  if (!st.skip("eval-sft", sft_dir / "eval", settings)) {
-    auto model = PumaModel::open(sft_dir / "model", {}, o.model);
-    evaluate_model(*model, ctx, o, test_tasks, sft_dir / "eval");
-    st.mark("eval-sft", sft_dir / "eval", settings);
-  }
-  report.sft = fast_test_from_json(json::parse(read_file(sft_dir / "eval" / "fast_test.json")));
-  report.have_sft = true;
-  if (reached("eval-sft")) return report;
-
-  // sample: diverse candidates for the train tasks' parameter prompts (ground-truth tool, as the DPO pairs' prompts).
-  settings += json{{"samples", o.samples}, {"temperature", o.sample_temperature}}.dump();
-  const fs::path sample_dir = dpo_dir / "sample";
-  if (!st.skip("sample", sample_dir, settings)) {
-    auto examples = read_examples(data_dir / "param_train.jsonl");
-    auto model = PumaModel::open(sft_dir / "model", {}, o.model);
-    std::vector<std::string> prompts;
-    for (const Example& e : examples) prompts.push_back(e.prompt);
-    GenerateConfig g;
-    g.max_new_tokens = o.max_new_tokens;
-    g.sample = true;
-    g.temperature = o.sample_temperature;
-    g.num_beams = o.samples;
-    g.seed = o.seed;
-    g.batch_size = 1;
-    std::string lines;
-    for (std::size_t i = 0; i < prompts.size(); ++i) {
-      if (ctx.cancel && ctx.cancel->load()) {
-        report.cancelled = true;
-        return report;
-      }
-      auto candidates = model->generate({prompts[i]}, g).at(0);
-      for (std::string& c : candidates) c = agents::puma_generated_part(c, "### Tool Parameter:\n");
-      lines += json{{"task", examples[i].task}, {"candidates", candidates}}.dump() + "\n";
-    }
-    write_file_atomic(sample_dir / "candidates.jsonl", lines);
-    st.mark("sample", sample_dir, settings);
-  }
-  if (reached("sample")) return report;
-
-  // score: each candidate executed in the environment; best vs worst pairs, ties skipped (D7).
-  const fs::path score_dir = dpo_dir / "score";
-  if (!st.skip("score", score_dir, settings)) {
-    auto examples = read_examples(data_dir / "param_train.jsonl");
-    std::map<std::string, const Example*> by_task;
-    for (const Example& e : examples) by_task[e.task] = &e;
-    std::string text = read_file(sample_dir / "candidates.jsonl"), pairs_lines;
-    int pairs = 0, ties = 0;
-    for (std::string_view line : split_lines(text)) {
-      if (trim(line).empty()) continue;
-      json j = json::parse(line);
-      std::string key = j.at("task").get<std::string>();
-      const data::Task& task = ds.tasks(data::Split::kTrain).at(std::stoul(key.substr(key.find('/') + 1)));
-      ScoredCandidates scored = score_candidates(*ctx.env, task, j.at("candidates").get<std::vector<std::string>>());
-      auto pair = preference_pair(scored);
-      if (!pair) {
-        ++ties;
-        continue;
-      }
-      ++pairs;
-      pairs_lines += json{{"task", key}, {"prompt", by_task.at(key)->prompt}, {"chosen", pair->chosen},
-                          {"rejected", pair->rejected}, {"chosen_score", pair->chosen_score},
-                          {"rejected_score", pair->rejected_score}}
-                         .dump() +
-                     "\n";
-    }
-    write_file_atomic(score_dir / "pairs.jsonl", pairs_lines);
-    write_json(score_dir / "report.json", {{"pairs", pairs}, {"tie_tasks", ties}});
-    st.log(fmt::format("score: {} preference pairs, {} tasks skipped as ties (D7)", pairs, ties));
-    st.mark("score", score_dir, settings);
-  }
-  json score_report = json::parse(read_file(score_dir / "report.json"));
-  report.preference_pairs = score_report.at("pairs").get<int>();
-  report.tie_tasks = score_report.at("tie_tasks").get<int>();
-  if (reached("score")) return report;
-
-  settings += train_json(o.dpo).dump();
-  if (!st.skip("dpo", dpo_dir, settings)) {
-    std::vector<PreferenceExample> pairs;
-    const std::string pairs_text = read_file(score_dir / "pairs.jsonl");  // the lines below point into it
-    for (std::string_view line : split_lines(pairs_text)) {
-      if (trim(line).empty()) continue;
-      json j = json::parse(line);
-      pairs.push_back({j.at("prompt"), j.at("chosen"), j.at("rejected")});
-    }
-    auto model = PumaModel::open(sft_dir / "model", {}, o.model);
-    if (pairs.empty()) {
-      st.log("dpo: no preference pairs (every task's candidates tied); the DPO model is the SFT model");
-    } else {
-      TrainReport r = model->dpo(pairs, dpo_dir / "work", dpo_options);
-      if (r.cancelled) {
-        report.cancelled = true;
-        return report;
-      }
-      st.log(fmt::format("dpo: {} steps, loss {:.4f}, {:.1f} s", r.steps, r.train_loss, r.seconds));
-    }
-    model->save(dpo_dir / "model");
-    st.mark("dpo", dpo_dir, settings);
-  }
-  if (reached("dpo")) return report;
-
-  if (!st.skip("eval-dpo", dpo_dir / "eval", settings)) {
-    auto model = PumaModel::open(dpo_dir / "model", {}, o.model);
-    evaluate_model(*model, ctx, o, test_tasks, dpo_dir / "eval");
-    st.mark("eval-dpo", dpo_dir / "eval", settings);
-  }
-  report.dpo = fast_test_from_json(json::parse(read_file(dpo_dir / "eval" / "fast_test.json")));
-  report.have_dpo = true;
   return report;
 }
 
