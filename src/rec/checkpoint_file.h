@@ -25,6 +25,8 @@ struct CheckpointContents {
 };
 
 inline constexpr std::string_view kCheckpointMagic = "PWAB-SASREC 1\n";
+//! Arrays named with this prefix are the last epoch's weights, kept for resume; the others are served.
+inline constexpr std::string_view kLatestPrefix = "latest/";
 
 //! True if `head` (the first bytes of a file) starts with the magic line.
 bool is_pwab_checkpoint(std::string_view head);

@@ -2,13 +2,14 @@
 //
 // The same eval-mode forward as SasrecImpl::encode (sasrec.cpp), computed only as far as the last position
 // needs it, on weights copied into contiguous float arrays at load time; then every candidate is scored against
-// the last state and the top k are kept. libtorch's per-op overhead dominates a batch-1 forward of this size, so
-// inference runs here and the torch model stays for training and as the reference (test/rec/fast_sasrec_test.cpp
-// checks the two against each other).
+// the last state and the top k are kept. Recommender::load builds it straight from the checkpoint's arrays
+// (weights.h), so serving links no libtorch; the torch model is for training and is the reference
+// (test/rec/fast_sasrec_test.cpp checks the two against each other).
 #pragma once
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -39,6 +40,12 @@ class FastSasrec {
   std::vector<float> logits(const std::vector<int64_t>& sequence) const;
   //! The top k candidates (ties: lower id first; NaN last) as (item id, logit). An empty sequence → empty.
   std::vector<std::pair<int64_t, float>> top(const std::vector<int64_t>& sequence, int k) const;
+
+  //! The embedding row (hidden floats) of an item id in [0, item_rows): logit(item) = row · last_state.
+  std::span<const float> item_embedding(int64_t id) const {
+    const std::size_t h = static_cast<std::size_t>(shape_.hidden);
+    return {item_table_.data() + static_cast<std::size_t>(id) * h, h};
+  }
 
   int64_t item_rows() const { return item_rows_; }
   const ModelShape& shape() const { return shape_; }

@@ -1,14 +1,20 @@
-// Recommender: loading either checkpoint format, checking it against the item map, and inference.
+// Recommender: loading either checkpoint format, checking it against the item map, and inference. No torch:
+// both formats are read into plain arrays (weights.h, checkpoint_file.h) and served by FastSasrec.
 #include "rec/recommender.h"
 
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <optional>
 
 #include "core/error.h"
-#include "core/torch_runtime.h"
+#include "core/sys.h"
+#include "rec/checkpoint_file.h"
+#include "rec/fast_sasrec.h"
 #include "rec/item_map.h"
-#include "rec/sasrec.h"
+#include "rec/weights.h"
 
 namespace fs = std::filesystem;
 
@@ -16,13 +22,8 @@ namespace pwab::rec {
 
 struct Recommender::Impl {
   ItemMap items;
-  Sasrec model{nullptr};           //!< the loaded network: the reference, and what the probes are checked on
-  std::optional<FastSasrec> fast;  //!< a torch-free copy of its weights that inference runs on
+  std::optional<FastSasrec> model;  //!< the loaded network, on plain arrays: what inference and the probes run on
   std::string description;
-
-  std::vector<std::pair<int64_t, float>> top(const std::vector<int64_t>& sequence, int k) const {
-    return fast->top(sequence, k);
-  }
 };
 
 namespace {
@@ -41,24 +42,21 @@ FileKind sniff(const fs::path& path) {
   return FileKind::kOther;
 }
 
-//! Builds the model from named tensors and checks that every item id of the map has a row.
-Sasrec build_model(int64_t item_rows, const ModelShape& shape, const std::map<std::string, torch::Tensor>& tensors,
-                   const ItemMap& items, const std::string& what) {
+//! Checks the weights (every tensor there, with its shape; a row for every item id of the map) and builds the
+//! model from them; the arrays are moved out of `weights`.
+FastSasrec build_model(int64_t item_rows, const ModelShape& shape, WeightMap& weights, const ItemMap& items,
+                       const std::string& what) {
   if (items.max_id() >= item_rows)
     throw Error(what + ": item_emb.weight has " + std::to_string(item_rows) + " rows, but the item map uses id " +
                 std::to_string(items.max_id()) + " (a checkpoint for another item map?)");
-  Sasrec model(item_rows, shape, 0.0);
-  assign_tensors(model, tensors, what);
-  model->eval();
-  return model;
+  check_tensors(weights, item_rows, shape, what);
+  return FastSasrec([&](const std::string& name) { return std::move(weights.at(name)); }, item_rows, shape, items.ids());
 }
 
-void attach_fast_path(Recommender::Impl& impl) { impl.fast.emplace(make_fast_sasrec(impl.model, impl.items.ids())); }
-
 void load_original(Recommender::Impl& impl, const fs::path& path) {
-  auto tensors = read_state_dict_pth(path);
-  auto [item_rows, shape] = infer_dimensions(tensors, path.string());
-  impl.model = build_model(item_rows, shape, tensors, impl.items, path.string());
+  WeightMap weights = read_torch_save_weights(path);
+  auto [item_rows, shape] = infer_dimensions(weights, path.string());
+  impl.model.emplace(build_model(item_rows, shape, weights, impl.items, path.string()));
   impl.description = "original PersonalWAB .pth";
 }
 
@@ -72,16 +70,19 @@ ModelShape shape_from(const nlohmann::json& config) {
 }
 
 //! Re-runs the probes stored at training time: the model must give the stored scores to the stored items.
-void verify_probes(Recommender::Impl& impl, const nlohmann::json& probes, const std::string& what) {
-  torch::NoGradGuard no_grad;
+void verify_probes(const FastSasrec& model, const nlohmann::json& probes, const std::string& what) {
+  auto known = [&](int64_t id) { return id >= 0 && id < model.item_rows(); };
   for (const auto& probe : probes) {
     auto sequence = probe.at("input_ids").get<std::vector<int64_t>>();
     auto top_ids = probe.at("top_ids").get<std::vector<int64_t>>();
     auto top_scores = probe.at("top_scores").get<std::vector<float>>();
-    auto state = impl.model->encode(right_aligned(sequence, impl.model->shape().maxlen)).select(1, -1).squeeze(0);
+    if (!std::all_of(sequence.begin(), sequence.end(), known)) throw Error(what + ": a probe names an unknown item");
+    const std::vector<float> state = model.last_state(sequence);
     for (std::size_t i = 0; i < top_ids.size() && i < top_scores.size(); ++i) {
-      if (top_ids[i] <= 0 || top_ids[i] >= impl.model->item_rows()) throw Error(what + ": a probe names an unknown item");
-      float score = impl.model->item_table()[top_ids[i]].dot(state).item<float>();
+      if (top_ids[i] <= 0 || !known(top_ids[i])) throw Error(what + ": a probe names an unknown item");
+      auto row = model.item_embedding(top_ids[i]);
+      float score = 0;
+      for (std::size_t j = 0; j < row.size(); ++j) score += row[j] * state[j];
       if (!(std::fabs(score - top_scores[i]) <= 1e-3f * std::max(1.0f, std::fabs(top_scores[i]))))
         throw Error(what + ": self-test failed: item " + std::to_string(top_ids[i]) + " scores " + std::to_string(score) +
                     ", the checkpoint recorded " + std::to_string(top_scores[i]) + " (corrupt file?)");
@@ -89,10 +90,21 @@ void verify_probes(Recommender::Impl& impl, const nlohmann::json& probes, const 
   }
 }
 
+//! The weights inference uses: every array but the latest epoch's (kept under kLatestPrefix for resume).
+WeightMap served_weights(CheckpointContents& contents) {
+  WeightMap weights;
+  for (auto& array : contents.arrays)
+    if (!std::string_view(array.name).starts_with(kLatestPrefix))
+      weights[array.name] = WeightArray{std::move(array.shape), std::move(array.values)};
+  return weights;
+}
+
 void load_own(Recommender::Impl& impl, const fs::path& path) {
   const std::string what = path.string();
-  OwnCheckpoint checkpoint = read_own_checkpoint(path);
-  const auto& meta = checkpoint.meta;
+  CheckpointContents contents = decode_checkpoint(read_file(path), what);
+  const nlohmann::json meta = nlohmann::json::parse(contents.meta_json, nullptr, false);
+  if (!meta.is_object()) throw Error(what + ": corrupt checkpoint metadata");
+  WeightMap weights = served_weights(contents);
   try {
     std::string fingerprint = meta.at("item_map").at("fingerprint").get<std::string>();
     if (fingerprint != impl.items.fingerprint())
@@ -100,8 +112,8 @@ void load_own(Recommender::Impl& impl, const fs::path& path) {
                   ", the dataset's is " + impl.items.fingerprint() + ")");
     ModelShape shape = shape_from(meta.at("config"));
     int64_t item_rows = meta.at("config").at("item_rows").get<int64_t>();
-    impl.model = build_model(item_rows, shape, checkpoint.served, impl.items, what);
-    verify_probes(impl, meta.value("probes", nlohmann::json::array()), what);
+    impl.model.emplace(build_model(item_rows, shape, weights, impl.items, what));
+    verify_probes(*impl.model, meta.value("probes", nlohmann::json::array()), what);
     impl.description = "pwab checkpoint (epoch " + std::to_string(meta.value("best_epoch", 0)) + " of " +
                        std::to_string(meta.value("epoch", 0)) + ")";
   } catch (const nlohmann::json::exception& e) {
@@ -115,7 +127,6 @@ Recommender::Recommender(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Recommender::~Recommender() = default;
 
 std::unique_ptr<Recommender> Recommender::load(const fs::path& checkpoint, const data::Dataset& ds) {
-  torch_init_threads();
   auto impl = std::make_unique<Impl>();
   impl->items = ItemMap::from_dataset(ds);
   if (impl->items.size() == 0) throw Error("recommender: the dataset has no products, so there is nothing to recommend");
@@ -128,7 +139,6 @@ std::unique_ptr<Recommender> Recommender::load(const fs::path& checkpoint, const
     case FileKind::kOther:
       throw Error(checkpoint.string() + ": not a SASRec checkpoint (neither a torch.save zip nor a pwab checkpoint)");
   }
-  attach_fast_path(*impl);
   return std::unique_ptr<Recommender>(new Recommender(std::move(impl)));
 }
 
@@ -150,7 +160,7 @@ std::vector<std::pair<int64_t, float>> Recommender::recommend_ids(const std::vec
   sequence.reserve(item_ids.size());
   for (int64_t id : item_ids)
     if (id > 0 && id < impl_->model->item_rows()) sequence.push_back(id);
-  return impl_->top(sequence, k);
+  return impl_->model->top(sequence, k);
 }
 
 int64_t Recommender::item_id(std::string_view asin) const { return impl_->items.find(asin); }

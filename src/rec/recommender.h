@@ -2,7 +2,9 @@
 //
 // Loads the original PersonalWAB checkpoint (a PyTorch state_dict `.pth`) or pwab's own, turns a time-ordered
 // ASIN sequence into the top-k items of the candidate set, and trains the model on a dataset's behaviours.
-// Torch stays behind this header (pimpl); docs/recommender.md describes the model, the formats and the recipe.
+// Loading and recommending are plain C++ (library pwab_rec_core, no libtorch); train() needs libtorch and lives
+// in pwab_rec, which links pwab_rec_core. No torch type appears here. docs/recommender.md describes the model,
+// the formats and the recipe.
 #pragma once
 #include <cstdint>
 #include <filesystem>
@@ -106,7 +108,7 @@ struct TrainReport {
   double sequences_per_second = 0;  //!< user sequences trained per second (all epochs of this call)
 };
 
-//! Trains SASRec on every user's history + train behaviours in time order (test behaviours never seen); the
+//! (pwab_rec, libtorch.) Trains SASRec on every user's history + train behaviours in time order (test behaviours never seen); the
 //! last of them is held out for validation (HR@10 / NDCG@10 against sampled negatives), the rest are the
 //! training sequence. Writes pwab's checkpoint to `out` atomically after each validation and at the end; it
 //! serves the best-validated weights and keeps the latest state for `resume`. Throws pwab::Error on bad options,

@@ -1,7 +1,5 @@
 #include "rec/sasrec.h"
 
-#include <caffe2/serialize/inline_container.h>
-
 #include <algorithm>
 #include <cmath>
 #include <fstream>
@@ -9,7 +7,6 @@
 
 #include "core/error.h"
 #include "core/sys.h"
-#include "rec/state_dict_pickle.h"
 
 namespace pwab::rec {
 
@@ -118,149 +115,41 @@ void SasrecImpl::init_like_original() {
   pos_emb_->weight[0].zero_();
 }
 
-// ---- tensor names -------------------------------------------------------------------------------------------
-
-std::vector<std::pair<std::string, std::vector<int64_t>>> expected_tensors(int64_t item_rows, const ModelShape& s) {
-  const int64_t h = s.hidden;
-  std::vector<std::pair<std::string, std::vector<int64_t>>> out = {{"item_emb.weight", {item_rows, h}},
-                                                                   {"pos_emb.weight", {s.maxlen + 1, h}}};
-  for (int i = 0; i < s.blocks; ++i) {
-    std::string n = std::to_string(i);
-    out.push_back({"attention_layernorms." + n + ".weight", {h}});
-    out.push_back({"attention_layernorms." + n + ".bias", {h}});
-    out.push_back({"attention_layers." + n + ".in_proj_weight", {3 * h, h}});
-    out.push_back({"attention_layers." + n + ".in_proj_bias", {3 * h}});
-    out.push_back({"attention_layers." + n + ".out_proj.weight", {h, h}});
-    out.push_back({"attention_layers." + n + ".out_proj.bias", {h}});
-    out.push_back({"forward_layernorms." + n + ".weight", {h}});
-    out.push_back({"forward_layernorms." + n + ".bias", {h}});
-    out.push_back({"forward_layers." + n + ".conv1.weight", {h, h, 1}});
-    out.push_back({"forward_layers." + n + ".conv1.bias", {h}});
-    out.push_back({"forward_layers." + n + ".conv2.weight", {h, h, 1}});
-    out.push_back({"forward_layers." + n + ".conv2.bias", {h}});
-  }
-  out.push_back({"last_layernorm.weight", {h}});
-  out.push_back({"last_layernorm.bias", {h}});
-  return out;
-}
+// ---- tensor names ------------------------------------------------------------------------------------------
 
 namespace {
 
-std::string shape_text(c10::IntArrayRef shape) {
-  std::string s = "[";
-  for (std::size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
-  return s + "]";
-}
-
-const torch::Tensor& require(const std::map<std::string, torch::Tensor>& tensors, const std::string& name,
-                             const std::string& what) {
-  auto it = tensors.find(name);
-  if (it == tensors.end()) throw Error(what + ": tensor '" + name + "' is missing (not a SASRec checkpoint?)");
-  return it->second;
+//! The plain checks of weights.h, run on torch tensors.
+ShapeLookup shapes_in(const std::map<std::string, torch::Tensor>& tensors) {
+  return [&tensors](const std::string& name) -> std::optional<std::vector<int64_t>> {
+    auto it = tensors.find(name);
+    if (it == tensors.end()) return std::nullopt;
+    return it->second.sizes().vec();
+  };
 }
 
 }  // namespace
 
 void assign_tensors(Sasrec& model, const std::map<std::string, torch::Tensor>& tensors, const std::string& what) {
+  check_tensors(shapes_in(tensors), model->item_rows(), model->shape(), what);
   auto params = model->named_parameters();
   torch::NoGradGuard no_grad;
-  for (const auto& [name, shape] : expected_tensors(model->item_rows(), model->shape())) {
-    const auto& source = require(tensors, name, what);
-    if (source.sizes() != c10::IntArrayRef(shape))
-      throw Error(what + ": tensor '" + name + "' has shape " + shape_text(source.sizes()) + ", expected " +
-                  shape_text(shape));
-    params[name].copy_(source);
-  }
+  for (const auto& [name, shape] : expected_tensors(model->item_rows(), model->shape()))
+    params[name].copy_(tensors.at(name));
 }
 
 std::pair<int64_t, ModelShape> infer_dimensions(const std::map<std::string, torch::Tensor>& tensors,
                                                 const std::string& what) {
-  const auto& items = require(tensors, "item_emb.weight", what);
-  const auto& positions = require(tensors, "pos_emb.weight", what);
-  if (items.dim() != 2 || positions.dim() != 2 || items.size(1) != positions.size(1) || positions.size(0) < 2 ||
-      items.size(0) < 2)
-    throw Error(what + ": item_emb.weight " + shape_text(items.sizes()) + " and pos_emb.weight " +
-                shape_text(positions.sizes()) + " do not describe a SASRec model");
-  ModelShape shape;
-  shape.hidden = static_cast<int>(items.size(1));
-  shape.maxlen = static_cast<int>(positions.size(0) - 1);
-  shape.blocks = 0;
-  while (tensors.count("attention_layernorms." + std::to_string(shape.blocks) + ".weight")) ++shape.blocks;
-  if (shape.blocks == 0) throw Error(what + ": tensor 'attention_layernorms.0.weight' is missing");
-  shape.heads = shape.hidden % 2 == 0 ? 2 : 1;  // not stored in a state_dict; the original uses 2
-  return {items.size(0), shape};
+  return infer_dimensions(shapes_in(tensors), what);
 }
 
 // ---- original .pth ------------------------------------------------------------------------------------------
 
-namespace {
-
-c10::ScalarType scalar_type(StorageDtype dtype) {
-  switch (dtype) {
-    case StorageDtype::kFloat32: return torch::kFloat32;
-    case StorageDtype::kFloat64: return torch::kFloat64;
-    case StorageDtype::kFloat16: return torch::kFloat16;
-    case StorageDtype::kBFloat16: return torch::kBFloat16;
-    case StorageDtype::kInt64: return torch::kInt64;
-    case StorageDtype::kInt32: return torch::kInt32;
-    case StorageDtype::kInt16: return torch::kInt16;
-    case StorageDtype::kInt8: return torch::kInt8;
-    case StorageDtype::kUInt8: return torch::kUInt8;
-    case StorageDtype::kBool: return torch::kBool;
-  }
-  return torch::kFloat32;
-}
-
-//! Checks that the strided view stays inside its storage.
-void check_view(const PickledTensor& t, const std::string& what) {
-  int64_t last = t.storage_offset;
-  bool empty = false;
-  for (std::size_t d = 0; d < t.shape.size(); ++d) {
-    if (t.shape[d] == 0) empty = true;
-    else if (t.stride[d] < 0 || t.stride[d] > (int64_t{1} << 40) || t.shape[d] > (int64_t{1} << 40))
-      throw Error(what + ": tensor '" + t.name + "' has an invalid stride");
-    else last += (t.shape[d] - 1) * t.stride[d];
-  }
-  if (!empty && (t.storage_offset < 0 || last >= t.storage_numel))
-    throw Error(what + ": tensor '" + t.name + "' reaches beyond its storage");
-}
-
-struct StorageRecord {
-  at::DataPtr data;
-  std::size_t size = 0;
-};
-
-}  // namespace
-
 std::map<std::string, torch::Tensor> read_state_dict_pth(const std::filesystem::path& path) {
-  const std::string what = path.string();
-  try {
-    caffe2::serialize::PyTorchStreamReader reader(path.string());
-    if (!reader.hasRecord("data.pkl")) throw Error(what + ": the zip has no data.pkl (not a torch.save file)");
-    auto [pickle_data, pickle_size] = reader.getRecord("data.pkl");
-    auto pickled = parse_state_dict_pickle(
-        std::string_view(static_cast<const char*>(pickle_data.get()), pickle_size), what);
-    std::map<std::string, StorageRecord> storages;
-    std::map<std::string, torch::Tensor> tensors;
-    for (const auto& t : pickled) {
-      std::string record = "data/" + t.storage_key;
-      if (!storages.count(t.storage_key)) {
-        if (!reader.hasRecord(record)) throw Error(what + ": storage '" + record + "' of tensor '" + t.name + "' is missing");
-        auto [data, size] = reader.getRecord(record);
-        storages[t.storage_key] = {std::move(data), size};
-      }
-      const auto& storage = storages[t.storage_key];
-      if (static_cast<std::size_t>(t.storage_numel) * dtype_size(t.dtype) > storage.size)
-        throw Error(what + ": storage of tensor '" + t.name + "' is shorter than its declared size");
-      check_view(t, what);
-      auto flat = torch::from_blob(storage.data.get(), {t.storage_numel}, scalar_type(t.dtype));
-      tensors[t.name] = flat.as_strided(t.shape, t.stride, t.storage_offset).to(torch::kFloat32).clone();
-    }
-    return tensors;
-  } catch (const c10::Error& e) {
-    std::string message = e.what_without_backtrace();
-    throw Error(what + ": not a readable torch.save zip archive (" + message.substr(0, message.find('\n')) + ")");
-  }
+  std::map<std::string, torch::Tensor> tensors;
+  for (auto& [name, array] : read_torch_save_weights(path))
+    tensors[name] = torch::from_blob(array.values.data(), array.shape, torch::kFloat32).clone();
+  return tensors;
 }
 
 // ---- conversions --------------------------------------------------------------------------------------------

@@ -16,6 +16,7 @@
 #include "rec/checkpoint_file.h"
 #include "rec/fast_sasrec.h"
 #include "rec/recommender.h"
+#include "rec/weights.h"
 
 namespace pwab::rec {
 
@@ -71,15 +72,14 @@ class SasrecImpl : public torch::nn::Module {
 };
 TORCH_MODULE(Sasrec);
 
-//! Expected (name, shape) of every tensor of the model.
-std::vector<std::pair<std::string, std::vector<int64_t>>> expected_tensors(int64_t item_rows, const ModelShape& shape);
 //! Copies tensors into the model by name; throws pwab::Error (prefixed by `what`) naming a missing tensor or a
-//! wrong shape. Extra tensors are ignored.
+//! wrong shape (check_tensors, weights.h). Extra tensors are ignored.
 void assign_tensors(Sasrec& model, const std::map<std::string, torch::Tensor>& tensors, const std::string& what);
-//! Derives item rows and the shape from a state_dict's tensors (heads are not stored: 2, as the original).
+//! Derives item rows and the shape from a state_dict's tensors (weights.h's infer_dimensions on their shapes).
 std::pair<int64_t, ModelShape> infer_dimensions(const std::map<std::string, torch::Tensor>& tensors, const std::string& what);
 
-//! Reads an original PersonalWAB checkpoint: a state_dict saved by torch.save (zip format), as float32.
+//! Reads an original PersonalWAB checkpoint: a state_dict saved by torch.save (zip format), as float32
+//! (read_torch_save_weights, weights.h, as tensors).
 std::map<std::string, torch::Tensor> read_state_dict_pth(const std::filesystem::path& path);
 
 NamedArray to_named_array(const std::string& name, const torch::Tensor& tensor);
@@ -92,7 +92,6 @@ struct OwnCheckpoint {
   std::map<std::string, torch::Tensor> latest;  //!< the last epoch's weights, for resume (names without prefix)
   std::string optimizer_state;                  //!< torch::save of the Adam optimizer
 };
-inline constexpr std::string_view kLatestPrefix = "latest/";
 OwnCheckpoint read_own_checkpoint(const std::filesystem::path& path);
 
 //! The top k of `candidate_ids` for one sequence (ties: lower id first). candidate_columns is the candidates'
