@@ -387,45 +387,7 @@ constexpr PipelineStep kSteps[] = {{"tokenizer", tokenizer_step}, {"prepare", pr
                                    {"sample", sample_step},       {"score", score_step},
                                    {"dpo", dpo_step},             {"eval-dpo", eval_dpo_step}};
 
-
 }  // namespace
-
-PipelineOptions PipelineOptions::tiny_preset() {
-  PipelineOptions o;
-  o.prepare.memory.k = 20;
-  o.prepare.memory.max_tokens = 192;
-  o.sft.epochs = 4;
-  o.sft.learning_rate = 3e-3;
-  o.sft.batch_size = 8;
-  o.sft.accumulation_steps = 1;
-  o.sft.warmup_ratio = 0.05;
-  o.sft.max_length = 384;
-  o.sft.lora = false;
-  o.dpo = o.sft;
-  o.dpo.epochs = 1;
-  o.dpo.learning_rate = 5e-4;
-  o.dpo.batch_size = 4;
-  o.samples = 4;
-  o.max_new_tokens = 48;
-  o.function_repeats = 4;
-  return o;
-}
-
-PipelineOptions PipelineOptions::paper_preset() {
-  PipelineOptions o;
-  o.sft.epochs = 10;
-  o.sft.learning_rate = 3e-4;
-  o.sft.batch_size = 1;
-  o.sft.accumulation_steps = 16;
-  o.sft.max_length = 1280;
-  o.dpo = o.sft;
-  o.dpo.epochs = 5;
-  o.dpo.learning_rate = 5e-5;
-  o.dpo.max_length = 1024;
-  o.samples = 10;
-  o.sample_temperature = 1.5;
-  return o;
-}
 
 FastTestResult evaluate_model(PumaModel& model, const PipelineContext& ctx, const PipelineOptions& o,
                               const std::vector<const data::Task*>& tasks, const fs::path& dir) {
