@@ -71,9 +71,12 @@ int OptionReader::integer(std::string_view key, int fallback, int lo, int hi) {
   if (!v) return fallback;
   char* end = nullptr;
   long n = std::strtol(v->c_str(), &end, 10);
-  if (v->empty() || *end != '\0' || n < lo || n > hi)
-    throw error(std::string(key) + " takes an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) +
-                "], not '" + *v + "'");
+  if (v->empty() || *end != '\0' || n < lo || n > hi) {
+    // A count whose ceiling is only a guard against absurd values states its floor alone.
+    std::string range = hi == kMaxOptionCount ? "≥ " + std::to_string(lo)
+                                               : "in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]";
+    throw error(std::string(key) + " takes an integer " + range + ", not '" + *v + "'");
+  }
   return static_cast<int>(n);
 }
 

@@ -48,7 +48,7 @@ class OptionReader {
 
   // ---- `--agent-opt` keys: each returns `fallback` when the key is absent ----
 
-  //! A decimal integer in [lo, hi].
+  //! A decimal integer in [lo, hi] (hi = kMaxOptionCount: messages say "≥ lo").
   int integer(std::string_view key, int fallback, int lo, int hi);
   //! A finite number in [lo, hi].
   double number(std::string_view key, double fallback, double lo, double hi);

@@ -66,6 +66,7 @@ TEST(OptionReader, Integers) {
   EXPECT_EQ(read("10", 1, 10), 10);
   EXPECT_EQ(read("0", 0, 10), 0);
   EXPECT_EQ(read("1000000", 1, kMaxOptionCount), 1000000);
+  EXPECT_EQ(usage_error([&] { read("0", 1, kMaxOptionCount); }), "test agent: n takes an integer ≥ 1, not '0'");
   EXPECT_EQ(usage_error([&] { read("0", 1, 10); }), "test agent: n takes an integer in [1, 10], not '0'");
   EXPECT_EQ(usage_error([&] { read("11", 1, 10); }), "test agent: n takes an integer in [1, 10], not '11'");
   for (std::string bad : {"", "3x", "2.5", "ten", "99999999999999999999"})
