@@ -1,9 +1,9 @@
 // src/agents/fc_agent.cpp: the fc agent's prompts, options, factory and per-episode conversation.
 #include "agents/fc_agent.h"
+#include "agents/agent_options.h"
 #include "agents/llm_config.h"
 #include "agents/tool_chat_agent.h"
 
-#include <cstdlib>
 #include <utility>
 #include <nlohmann/json.hpp>
 
@@ -123,39 +123,15 @@ std::string taskspec_system_prompt(env::Track track, int max_steps) {
 // Options
 // ------------------------------------------------------------------------------------------------------------
 
-FcOptions parse_fc_options(const AgentOptions& options) {
+FcOptions parse_fc_options(const AgentOptions& options, int run_max_steps) {
+  OptionReader r("fc", options);
   FcOptions o;
-  try {
-    o.memory = parse_memory_strategy(options.memory);
-  } catch (const UsageError& e) {
-    throw UsageError(std::string("fc agent: ") + e.what());
-  }
-  if (options.memory_length.value_or(10) < 1) throw UsageError("fc agent: memory length must be at least 1");
-  o.memory_length = options.memory_length.value_or(10);
-  for (const auto& [key, value] : options.extra) {
-    if (key == "relevance") {
-      if (value == "full") o.relevance = RelevanceText::kFull;
-      else if (value == "compact") o.relevance = RelevanceText::kCompact;
-      else throw UsageError("fc agent: relevance takes full or compact, not '" + value + "'");
-    } else if (key == "function_model") {
-      o.function_model = parse_function_model(value, "fc agent");
-    } else if (key == "max_steps") {
-      char* end = nullptr;
-      long n = std::strtol(value.c_str(), &end, 10);
-      if (value.empty() || *end != '\0' || n < 1 || n > 1000000)
-        throw UsageError("fc agent: max_steps takes an integer ≥ 1, not '" + value + "'");
-      o.max_steps = static_cast<int>(n);
-    } else if (key != "function_file") {
-      throw UsageError("fc agent: unknown option '" + key +
-                       "' (available: relevance, function_model, function_file, max_steps)");
-    }
-  }
-  // The file wins over function_model, whatever the order the options came in.
-  if (auto it = options.extra.find("function_file"); it != options.extra.end()) {
-    if (it->second.empty()) throw UsageError("fc agent: function_file needs a path");
-    o.function_model = FunctionModel::kFile;
-    o.function_file = it->second;
-  }
+  o.memory = r.memory_strategy();
+  o.memory_length = r.memory_length(10);
+  o.relevance = r.relevance(o.relevance);
+  r.function_model_or_file(o.function_model, o.function_file);
+  o.max_steps = r.integer("max_steps", run_max_steps, 1, kMaxOptionCount);
+  r.finish();
   return o;
 }
 

@@ -42,8 +42,8 @@ struct FcOptions {
 
 //! Reads AgentOptions: memory "" (none) | none | random | last | relevant | taskspec, memory_length ≥ 1, and the
 //! extra keys `relevance` (full | compact), `function_model` (fasttext | keywords | llm | puma), `function_file` (PATH, sets
-//! function_model to file) and `max_steps`. UsageError for anything else.
-FcOptions parse_fc_options(const AgentOptions& options);
+//! function_model to file) and `max_steps` (default `run_max_steps`, the run's cap). UsageError for anything else.
+FcOptions parse_fc_options(const AgentOptions& options, int run_max_steps = 10);
 
 class FcAgentFactory final : public AgentFactory {
  public:

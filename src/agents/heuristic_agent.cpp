@@ -1,5 +1,6 @@
 // src/agents/heuristic_agent.cpp: option parsing, the factory, and the per-episode state machine of the heuristic.
 #include "agents/heuristic_agent.h"
+#include "agents/agent_options.h"
 
 #include <algorithm>
 
@@ -16,55 +17,26 @@ namespace pwab::agents {
 // Options
 // ------------------------------------------------------------------------------------------------------------
 
-namespace {
-
-bool parse_bool(const std::string& key, const std::string& v) {
-  if (v == "true" || v == "1") return true;
-  if (v == "false" || v == "0") return false;
-  throw UsageError("heuristic agent: option " + key + " takes true or false, not '" + v + "'");
-}
-
-int parse_int(const std::string& key, const std::string& v, int min) {
-  char* end = nullptr;
-  long n = std::strtol(v.c_str(), &end, 10);
-  if (v.empty() || !end || *end != '\0' || n < min || n > 1000000)
-    throw UsageError("heuristic agent: option " + key + " takes an integer ≥ " + std::to_string(min) + ", not '" + v + "'");
-  return static_cast<int>(n);
-}
-
-}  // namespace
-
-HeuristicOptions parse_heuristic_options(const AgentOptions& options) {
+HeuristicOptions parse_heuristic_options(const AgentOptions& options, int run_max_steps) {
+  OptionReader r("heuristic", options);
   HeuristicOptions o;
-  if (options.memory == "none") o.memory = false;
-  else if (options.memory.empty() || options.memory == "taskspec") o.memory = true;
-  else throw UsageError("heuristic agent: unknown memory '" + options.memory + "' (available: taskspec, none)");
-  if (options.memory_length.value_or(10) < 1) throw UsageError("heuristic agent: memory length must be at least 1");
-  o.memory_length = options.memory_length.value_or(10);
+  o.memory = r.memory({"taskspec", "none"}) == "taskspec";
+  o.memory_length = r.memory_length(10);
+  o.relevance = r.relevance(o.relevance);
+  o.max_steps = r.integer("max_steps", run_max_steps, 1, kMaxOptionCount);
+  o.review_from_memory = r.flag("review_from_memory", o.review_from_memory);
+  o.recommend_questions = r.integer("recommend_questions", o.recommend_questions, 0, kMaxOptionCount);
   HeuristicPolicy& p = o.policy;
-  for (const auto& [key, value] : options.extra) {
-    if (key == "relevance") {
-      if (value == "compact") o.relevance = RelevanceText::kCompact;
-      else if (value == "full") o.relevance = RelevanceText::kFull;
-      else throw UsageError("heuristic agent: relevance takes compact or full, not '" + value + "'");
-    } else if (key == "max_steps") o.max_steps = parse_int(key, value, 1);
-    else if (key == "review_from_memory") o.review_from_memory = parse_bool(key, value);
-    else if (key == "recommend_questions") o.recommend_questions = parse_int(key, value, 0);
-    else if (key == "search_memory_brand") p.search_memory_brand = parse_bool(key, value);
-    else if (key == "search_brand_votes") p.search_brand_votes = parse_int(key, value, 1);
-    else if (key == "search_brand_min_overlap") p.search_brand_min_overlap = parse_int(key, value, 0);
-    else if (key == "search_brand_min_count") p.search_brand_min_count = parse_int(key, value, 1);
-    else if (key == "recommend_same_category") p.recommend_same_category = parse_bool(key, value);
-    else if (key == "recommend_max_items") p.recommend_max_items = parse_int(key, value, 1);
-    else if (key == "review_own_phrasing") p.review_own_phrasing = parse_bool(key, value);
-    else if (key == "review_habits") p.review_habits = parse_bool(key, value);
-    else if (key == "review_verdict") p.review_verdict = parse_bool(key, value);
-    else
-      throw UsageError("heuristic agent: unknown option '" + key +
-                       "' (available: relevance, max_steps, review_from_memory, recommend_questions, search_memory_brand, "
-                       "search_brand_votes, search_brand_min_overlap, search_brand_min_count, recommend_same_category, recommend_max_items, review_own_phrasing, "
-                       "review_habits, review_verdict)");
-  }
+  p.search_memory_brand = r.flag("search_memory_brand", p.search_memory_brand);
+  p.search_brand_votes = r.integer("search_brand_votes", p.search_brand_votes, 1, kMaxOptionCount);
+  p.search_brand_min_overlap = r.integer("search_brand_min_overlap", p.search_brand_min_overlap, 0, kMaxOptionCount);
+  p.search_brand_min_count = r.integer("search_brand_min_count", p.search_brand_min_count, 1, kMaxOptionCount);
+  p.recommend_same_category = r.flag("recommend_same_category", p.recommend_same_category);
+  p.recommend_max_items = r.integer("recommend_max_items", p.recommend_max_items, 1, kMaxOptionCount);
+  p.review_own_phrasing = r.flag("review_own_phrasing", p.review_own_phrasing);
+  p.review_habits = r.flag("review_habits", p.review_habits);
+  p.review_verdict = r.flag("review_verdict", p.review_verdict);
+  r.finish();
   return o;
 }
 

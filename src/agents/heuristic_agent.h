@@ -36,8 +36,9 @@ struct HeuristicOptions {
 
 //! Reads AgentOptions: memory "" | "taskspec" | "none", memory_length ≥ 1, and the extra keys `relevance`
 //! (compact | full), `max_steps`, `recommend_questions`, `review_from_memory`, and the HeuristicPolicy fields by
-//! name (booleans as true/false/1/0). UsageError for anything else.
-HeuristicOptions parse_heuristic_options(const AgentOptions& options);
+//! name (booleans as true/false/1/0); `max_steps` defaults to `run_max_steps`, the run's cap. UsageError for
+//! anything else.
+HeuristicOptions parse_heuristic_options(const AgentOptions& options, int run_max_steps = 10);
 
 class HeuristicAgentFactory final : public AgentFactory {
  public:

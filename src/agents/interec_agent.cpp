@@ -1,5 +1,6 @@
 // src/agents/interec_agent.cpp: InteRecAgent's prompts, profile rules, memory file and per-user ordering.
 #include "agents/interec_agent.h"
+#include "agents/agent_options.h"
 #include "agents/llm_config.h"
 
 #include <algorithm>
@@ -234,27 +235,15 @@ std::optional<InterecProfile> parse_interec_profile(std::string_view text, bool 
 // Options
 // ------------------------------------------------------------------------------------------------------------
 
-InterecOptions parse_interec_options(const AgentOptions& options) {
+InterecOptions parse_interec_options(const AgentOptions& options, int run_max_steps) {
+  OptionReader r("interecagent", options);
   InterecOptions o;
-  if (!options.memory.empty() && options.memory != "interecagent")
-    throw UsageError("interecagent agent: its only memory is interecagent, not '" + options.memory + "'");
-  if (options.memory_length.value_or(10) < 1) throw UsageError("interecagent agent: memory length must be at least 1");
-  o.memory_length = options.memory_length.value_or(10);
-  for (const auto& [key, value] : options.extra) {
-    if (key == "max_steps") {
-      o.max_steps = parse_positive_option("interecagent", key, value);
-    } else if (key == "interec_init") {
-      if (value == "llm") o.init = InterecInit::kLlm;
-      else if (value == "heuristic") o.init = InterecInit::kHeuristic;
-      else throw UsageError("interecagent agent: interec_init takes llm or heuristic, not '" + value + "'");
-    } else if (key == "interec_memory") {
-      if (value.empty()) throw UsageError("interecagent agent: interec_memory needs a path");
-      o.memory_file = value;
-    } else {
-      throw UsageError("interecagent agent: unknown option '" + key +
-                       "' (available: interec_init, interec_memory, max_steps)");
-    }
-  }
+  r.memory({"interecagent"});  // its only memory: the profile
+  o.memory_length = r.memory_length(10);
+  o.init = r.choice("interec_init", o.init, {{"llm", InterecInit::kLlm}, {"heuristic", InterecInit::kHeuristic}});
+  if (auto file = r.path("interec_memory")) o.memory_file = *file;
+  o.max_steps = r.integer("max_steps", run_max_steps, 1, kMaxOptionCount);
+  r.finish();
   return o;
 }
 

@@ -93,8 +93,9 @@ struct InterecOptions {
 };
 
 //! Reads AgentOptions: memory "" or "interecagent", memory_length ≥ 1, extra keys `interec_init` (llm |
-//! heuristic), `interec_memory` (PATH) and `max_steps`. UsageError for anything else.
-InterecOptions parse_interec_options(const AgentOptions& options);
+//! heuristic), `interec_memory` (PATH) and `max_steps` (default `run_max_steps`, the run's cap). UsageError for
+//! anything else.
+InterecOptions parse_interec_options(const AgentOptions& options, int run_max_steps = 10);
 
 //! Counters kept in the memory file.
 struct InterecStats {

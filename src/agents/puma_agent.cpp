@@ -1,6 +1,6 @@
 #include "agents/puma_agent.h"
+#include "agents/agent_options.h"
 
-#include <cstdlib>
 #include <utility>
 
 #include "agents/llm_config.h"
@@ -14,15 +14,6 @@ namespace pwab::agents {
 namespace {
 
 constexpr std::string_view kWho = "puma agent";
-
-int parse_int(const std::string& key, const std::string& value, long lo, long hi) {
-  char* end = nullptr;
-  long n = std::strtol(value.c_str(), &end, 10);
-  if (value.empty() || *end != '\0' || n < lo || n > hi)
-    throw UsageError(std::string(kWho) + ": " + key + " takes an integer in [" + std::to_string(lo) + ", " +
-                     std::to_string(hi) + "], not '" + value + "'");
-  return static_cast<int>(n);
-}
 
 // How an action appears in the conversation the prompt shows: what the agent did, in one line.
 std::string describe_action(const env::Action& action, std::string_view parameter) {
@@ -89,38 +80,17 @@ class PumaAgent final : public env::Agent {
 }  // namespace
 
 PumaOptions parse_puma_options(const AgentOptions& options) {
+  OptionReader r("puma", options);
   PumaOptions o;
-  if (options.memory.empty() || options.memory == "taskspec") o.memory = true;
-  else if (options.memory == "none") o.memory = false;
-  else throw UsageError(std::string(kWho) + ": --memory takes taskspec or none, not '" + options.memory + "'");
-  int k = options.memory_length.value_or(100);
-  if (k < 1) throw UsageError(std::string(kWho) + ": memory length must be at least 1");
-  o.memory_options.k = k;
-  for (const auto& [key, value] : options.extra) {
-    if (key == "memory_tokens") {
-      o.memory_options.max_tokens = parse_int(key, value, 1, 1000000);
-    } else if (key == "relevance") {
-      if (value == "full") o.memory_options.relevance = RelevanceText::kFull;
-      else if (value == "compact") o.memory_options.relevance = RelevanceText::kCompact;
-      else throw UsageError(std::string(kWho) + ": relevance takes full or compact, not '" + value + "'");
-    } else if (key == "function_model") {
-      o.function_model = parse_function_model(value, kWho);
-    } else if (key == "max_new_tokens") {
-      o.max_new_tokens = parse_int(key, value, 1, 100000);
-    } else if (key == "tokenizer") {
-      if (value.empty()) throw UsageError(std::string(kWho) + ": tokenizer needs a path");
-      o.tokenizer = value;
-    } else if (key != "function_file") {
-      throw UsageError(std::string(kWho) + ": unknown option '" + key +
-                       "' (available: memory_tokens, relevance, function_model, function_file, max_new_tokens, "
-                       "tokenizer)");
-    }
-  }
-  if (auto it = options.extra.find("function_file"); it != options.extra.end()) {
-    if (it->second.empty()) throw UsageError(std::string(kWho) + ": function_file needs a path");
-    o.function_model = FunctionModel::kFile;
-    o.function_file = it->second;
-  }
+  o.memory = r.memory({"taskspec", "none"}) == "taskspec";
+  PumaMemoryOptions& m = o.memory_options;
+  m.k = r.memory_length(100);  // PUMA's own default, not D1's 10
+  m.max_tokens = r.integer("memory_tokens", m.max_tokens, 1, kMaxOptionCount);
+  m.relevance = r.relevance(m.relevance);
+  r.function_model_or_file(o.function_model, o.function_file);
+  o.max_new_tokens = r.integer("max_new_tokens", o.max_new_tokens, 1, 100000);
+  if (auto dir = r.path("tokenizer")) o.tokenizer = *dir;
+  r.finish();
   return o;
 }
 

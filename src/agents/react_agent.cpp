@@ -1,9 +1,9 @@
 // src/agents/react_agent.cpp: the ReAct / Reflection prompts, the reply parser, options, factory and episode.
 #include "agents/react_agent.h"
+#include "agents/agent_options.h"
 #include "agents/llm_config.h"
 #include "agents/tool_chat_agent.h"
 
-#include <cstdlib>
 #include <utility>
 #include <nlohmann/json.hpp>
 #include <vector>
@@ -260,41 +260,17 @@ ReactParse parse_react_reply(std::string_view reply) {
 // Options
 // ------------------------------------------------------------------------------------------------------------
 
-ReactOptions parse_react_options(const AgentOptions& options, bool reflection) {
-  const std::string who = reflection ? "reflection agent: " : "react agent: ";
+ReactOptions parse_react_options(const AgentOptions& options, bool reflection, int run_max_steps) {
+  OptionReader r(reflection ? "reflection" : "react", options);
   ReactOptions o;
   o.reflection = reflection;
-  try {
-    o.memory = parse_memory_strategy(options.memory);
-  } catch (const UsageError& e) {
-    throw UsageError(who + e.what());
-  }
-  if (options.memory_length.value_or(10) < 1) throw UsageError(who + "memory length must be at least 1");
-  o.memory_length = options.memory_length.value_or(10);
-  auto integer = [&](const std::string& key, const std::string& value, long lo, long hi) {
-    char* end = nullptr;
-    long n = std::strtol(value.c_str(), &end, 10);
-    if (value.empty() || *end != '\0' || n < lo || n > hi)
-      throw UsageError(who + key + " takes an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) +
-                       "], not '" + value + "'");
-    return static_cast<int>(n);
-  };
-  for (const auto& [key, value] : options.extra) {
-    if (key == "relevance") {
-      if (value == "full") o.relevance = RelevanceText::kFull;
-      else if (value == "compact") o.relevance = RelevanceText::kCompact;
-      else throw UsageError(who + "relevance takes full or compact, not '" + value + "'");
-    } else if (key == "function_model") {
-      o.function_model = parse_function_model(value, who.substr(0, who.size() - 2));
-    } else if (key == "max_steps") {
-      o.max_steps = integer(key, value, 1, 1000000);
-    } else if (key == "parse_retries") {
-      o.parse_retries = integer(key, value, 0, 10);
-    } else {
-      throw UsageError(who + "unknown option '" + key +
-                       "' (available: relevance, function_model, max_steps, parse_retries)");
-    }
-  }
+  o.memory = r.memory_strategy();
+  o.memory_length = r.memory_length(10);
+  o.relevance = r.relevance(o.relevance);
+  o.function_model = r.function_model(o.function_model);
+  o.max_steps = r.integer("max_steps", run_max_steps, 1, kMaxOptionCount);
+  o.parse_retries = r.integer("parse_retries", o.parse_retries, 0, 10);
+  r.finish();
   return o;
 }
 

@@ -60,9 +60,9 @@ struct ReactOptions {
 };
 
 //! Reads AgentOptions: memory "" (none) | none | random | last | relevant | taskspec, memory_length ≥ 1, extra keys
-//! `relevance` (full | compact), `function_model` (fasttext | keywords | llm | puma), `max_steps`, `parse_retries`.
-//! UsageError for anything else.
-ReactOptions parse_react_options(const AgentOptions& options, bool reflection);
+//! `relevance` (full | compact), `function_model` (fasttext | keywords | llm | puma), `max_steps` (default
+//! `run_max_steps`, the run's cap), `parse_retries`. UsageError for anything else.
+ReactOptions parse_react_options(const AgentOptions& options, bool reflection, int run_max_steps = 10);
 
 class ReactAgentFactory final : public AgentFactory {
  public:

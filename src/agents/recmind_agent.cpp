@@ -1,8 +1,7 @@
 // src/agents/recmind_agent.cpp: RecMind's prompts, memory and factory.
 #include "agents/recmind_agent.h"
+#include "agents/agent_options.h"
 #include "agents/llm_config.h"
-
-#include <cstdlib>
 
 #include "agents/fc_agent.h"
 #include "agents/memory.h"
@@ -100,25 +99,13 @@ std::string recmind_memory(const data::Dataset& ds, const data::Task& task, int 
 // Options and factory
 // ------------------------------------------------------------------------------------------------------------
 
-int parse_positive_option(std::string_view agent, std::string_view key, const std::string& value) {
-  char* end = nullptr;
-  long n = std::strtol(value.c_str(), &end, 10);
-  if (value.empty() || *end != '\0' || n < 1 || n > 1000000)
-    throw UsageError(std::string(agent) + " agent: " + std::string(key) + " takes an integer ≥ 1, not '" + value +
-                     "'");
-  return static_cast<int>(n);
-}
-
-RecMindOptions parse_recmind_options(const AgentOptions& options) {
+RecMindOptions parse_recmind_options(const AgentOptions& options, int run_max_steps) {
+  OptionReader r("recmind", options);
   RecMindOptions o;
-  if (!options.memory.empty() && options.memory != "recmind")
-    throw UsageError("recmind agent: its only memory is recmind, not '" + options.memory + "'");
-  if (options.memory_length.value_or(10) < 1) throw UsageError("recmind agent: memory length must be at least 1");
-  o.memory_length = options.memory_length.value_or(10);
-  for (const auto& [key, value] : options.extra) {
-    if (key == "max_steps") o.max_steps = parse_positive_option("recmind", key, value);
-    else throw UsageError("recmind agent: unknown option '" + key + "' (available: max_steps)");
-  }
+  r.memory({"recmind"});  // its only memory: the latest purchases
+  o.memory_length = r.memory_length(10);
+  o.max_steps = r.integer("max_steps", run_max_steps, 1, kMaxOptionCount);
+  r.finish();
   return o;
 }
 

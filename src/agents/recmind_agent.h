@@ -42,9 +42,9 @@ struct RecMindOptions {
   int max_steps = 10;      //!< the step budget the multi-turn prompt states
 };
 
-//! Reads AgentOptions: memory "" or "recmind" (its only memory), memory_length ≥ 1, extra key `max_steps`.
-//! UsageError for anything else.
-RecMindOptions parse_recmind_options(const AgentOptions& options);
+//! Reads AgentOptions: memory "" or "recmind" (its only memory), memory_length ≥ 1, extra key `max_steps`
+//! (default `run_max_steps`, the run's cap). UsageError for anything else.
+RecMindOptions parse_recmind_options(const AgentOptions& options, int run_max_steps = 10);
 
 class RecMindAgentFactory final : public AgentFactory {
  public:
@@ -69,8 +69,5 @@ class RecMindAgentFactory final : public AgentFactory {
   AgentContext context_;
   std::string tools_json_;
 };
-
-//! Parses an integer option in [1, 1000000]; UsageError naming `agent` and `key` otherwise.
-int parse_positive_option(std::string_view agent, std::string_view key, const std::string& value);
 
 }  // namespace pwab::agents

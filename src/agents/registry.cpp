@@ -26,9 +26,7 @@ const std::vector<Entry>& registry() {
         "or none for the no-memory variant), rule-built parameters; folds the user's hints in multi-turn",
         "none (an offline stand-in for PUMA; no LLM)"},
        [](const AgentOptions& o, const AgentContext& c) -> std::unique_ptr<AgentFactory> {
-         HeuristicOptions h = parse_heuristic_options(o);
-         if (!o.extra.count("max_steps")) h.max_steps = c.max_steps;  // the run's cap unless overridden
-         return std::make_unique<HeuristicAgentFactory>(std::move(h), c);
+         return std::make_unique<HeuristicAgentFactory>(parse_heuristic_options(o, c.max_steps), c);
        }},
       {{"fc",
         "GPT function-calling agent (needs --model): tools search, recommend, review, stop; --memory none (default), "
@@ -36,36 +34,28 @@ const std::vector<Entry>& registry() {
         "function, --agent-opt function_model=fasttext|keywords or function_file=PATH)",
         "No / Random / Last / Relevant Memory (GPT function calling); PUMA (gpt) with --memory taskspec"},
        [](const AgentOptions& o, const AgentContext& c) -> std::unique_ptr<AgentFactory> {
-         FcOptions f = parse_fc_options(o);
-         if (!o.extra.count("max_steps")) f.max_steps = c.max_steps;  // the run's cap unless overridden
-         return std::make_unique<FcAgentFactory>(std::move(f), c);
+         return std::make_unique<FcAgentFactory>(parse_fc_options(o, c.max_steps), c);
        }},
       {{"react",
         "ReAct (needs --model): Thought / Action / Arguments text replies, the tools listed in the prompt, respond "
         "to talk to the user; 3 steps in single-turn; --memory none (default), random, last, relevant or taskspec",
         "ReAct"},
        [](const AgentOptions& o, const AgentContext& c) -> std::unique_ptr<AgentFactory> {
-         ReactOptions r = parse_react_options(o, /*reflection=*/false);
-         if (!o.extra.count("max_steps")) r.max_steps = c.max_steps;
-         return std::make_unique<ReactAgentFactory>(std::move(r), c);
+         return std::make_unique<ReactAgentFactory>(parse_react_options(o, /*reflection=*/false, c.max_steps), c);
        }},
       {{"reflection",
         "ReAct plus a reflection on each user reply (an extra LLM call under role other, not a step); meant for "
         "multi-turn (in single-turn it is the same as react); memory as react",
         "Reflection (multi-turn)"},
        [](const AgentOptions& o, const AgentContext& c) -> std::unique_ptr<AgentFactory> {
-         ReactOptions r = parse_react_options(o, /*reflection=*/true);
-         if (!o.extra.count("max_steps")) r.max_steps = c.max_steps;
-         return std::make_unique<ReactAgentFactory>(std::move(r), c);
+         return std::make_unique<ReactAgentFactory>(parse_react_options(o, /*reflection=*/true, c.max_steps), c);
        }},
       {{"recmind",
         "RecMind (needs --model): function calling with all five tools, get_product_details_by_asin included, "
         "its own prompts and the user's 10 most recent purchases and reviews as memory",
         "RecMind"},
        [](const AgentOptions& o, const AgentContext& c) -> std::unique_ptr<AgentFactory> {
-         RecMindOptions r = parse_recmind_options(o);
-         if (!o.extra.count("max_steps")) r.max_steps = c.max_steps;
-         return std::make_unique<RecMindAgentFactory>(r, c);
+         return std::make_unique<RecMindAgentFactory>(parse_recmind_options(o, c.max_steps), c);
        }},
       {{"interecagent",
         "InteRecAgent (needs --model): function calling with a like/dislike/expect profile per user, initialized "
@@ -73,9 +63,7 @@ const std::vector<Entry>& registry() {
         "order per user (--agent-opt interec_memory=PATH saves and resumes it)",
         "InteRecAgent"},
        [](const AgentOptions& o, const AgentContext& c) -> std::unique_ptr<AgentFactory> {
-         InterecOptions r = parse_interec_options(o);
-         if (!o.extra.count("max_steps")) r.max_steps = c.max_steps;
-         return std::make_unique<InterecAgentFactory>(std::move(r), c);
+         return std::make_unique<InterecAgentFactory>(parse_interec_options(o, c.max_steps), c);
        }},
       {{"puma",
         "PUMA (needs --model: a /v1/completions server with the fine-tuned model): function prediction "
@@ -92,9 +80,7 @@ const std::vector<Entry>& registry() {
         "answers; --agent-opt name=LABEL, product_details=true, timeout=S, retries=N",
         "none (your own agent, any language)"},
        [](const AgentOptions& o, const AgentContext& c) -> std::unique_ptr<AgentFactory> {
-         RemoteOptions r = parse_remote_options(o);
-         if (!o.extra.count("max_steps")) r.max_steps = c.max_steps;
-         return std::make_unique<RemoteAgentFactory>(std::move(r), c);
+         return std::make_unique<RemoteAgentFactory>(parse_remote_options(o, c.max_steps), c);
        }},
   };
   return entries;

@@ -1,9 +1,8 @@
 #include "agents/remote_agent.h"
+#include "agents/agent_options.h"
 
 #include <algorithm>
-#include <cmath>
 #include <cstdio>
-#include <cstdlib>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -22,35 +21,12 @@ using Json = nlohmann::json;
 
 constexpr std::string_view kWho = "remote agent";
 
-std::string shown(double x) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%g", x);
-  return buf;
-}
-
 // The start of a reply body for an error message, on one line.
 std::string excerpt(std::string_view body) {
   std::string out(body.substr(0, 200));
   for (char& c : out)
     if (static_cast<unsigned char>(c) < 0x20) c = ' ';
   return body.size() > 200 ? out + "..." : out;
-}
-
-double parse_number(const std::string& key, const std::string& value, double lo, double hi, bool integer) {
-  char* end = nullptr;
-  double x = std::strtod(value.c_str(), &end);
-  bool ok = !value.empty() && *end == '\0' && std::isfinite(x) && x >= lo && x <= hi &&
-            (!integer || x == std::floor(x));
-  if (!ok)
-    throw UsageError(std::string(kWho) + ": " + key + " takes " + (integer ? "an integer" : "a number") + " in [" +
-                     shown(lo) + ", " + shown(hi) + "], not '" + value + "'");
-  return x;
-}
-
-bool parse_flag(const std::string& key, const std::string& value) {
-  if (value == "true" || value == "1") return true;
-  if (value == "false" || value == "0") return false;
-  throw UsageError(std::string(kWho) + ": " + key + " takes true or false, not '" + value + "'");
 }
 
 bool is_http_url(const std::string& url) {
@@ -183,25 +159,19 @@ std::string remote_reply_problem(const std::string& body) {
   return {};
 }
 
-RemoteOptions parse_remote_options(const AgentOptions& options) {
-  if (!options.memory.empty() || options.memory_length)
-    throw UsageError(std::string(kWho) +
-                     ": takes no --memory or --memory-length (it receives the whole visible history)");
+RemoteOptions parse_remote_options(const AgentOptions& options, int run_max_steps) {
+  OptionReader r("remote", options);
+  r.no_memory("it receives the whole visible history");
   RemoteOptions o;
-  for (const auto& [key, value] : options.extra) {
-    if (key == "url") o.url = std::string(trim(value));
-    else if (key == "name") o.name = value;
-    else if (key == "product_details") o.product_details = parse_flag(key, value);
-    else if (key == "timeout") o.timeout_s = parse_number(key, value, 0.001, 86400, false);
-    else if (key == "retries") o.max_attempts = static_cast<int>(parse_number(key, value, 1, 100, true));
-    else if (key == "retry_delay") o.retry_delay_s = parse_number(key, value, 0, 600, false);
-    else if (key == "max_in_flight") o.max_in_flight = static_cast<int>(parse_number(key, value, 1, 4096, true));
-    else if (key == "max_steps") o.max_steps = static_cast<int>(parse_number(key, value, 1, 1000, true));
-    else
-      throw UsageError(std::string(kWho) + ": unknown option '" + key +
-                       "' (available: url, name, product_details, timeout, retries, retry_delay, max_in_flight, "
-                       "max_steps)");
-  }
+  o.url = std::string(trim(r.text("url").value_or("")));
+  o.name = r.text("name").value_or(o.name);
+  o.product_details = r.flag("product_details", o.product_details);
+  o.timeout_s = r.number("timeout", o.timeout_s, 0.001, 86400);
+  o.max_attempts = r.integer("retries", o.max_attempts, 1, 100);
+  o.retry_delay_s = r.number("retry_delay", o.retry_delay_s, 0, 600);
+  o.max_in_flight = r.integer("max_in_flight", o.max_in_flight, 1, 4096);
+  o.max_steps = r.integer("max_steps", run_max_steps, 1, 1000);
+  r.finish();
   if (o.url.empty()) throw UsageError(std::string(kWho) + " needs the agent's URL: --agent-url URL");
   if (!is_http_url(o.url))
     throw UsageError(std::string(kWho) + ": --agent-url '" + llm::redact_url(o.url) +

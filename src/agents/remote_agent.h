@@ -37,8 +37,9 @@ struct RemoteOptions {
 
 //! Reads AgentOptions: no memory options (the agent gets the whole visible history and chooses itself); the extra
 //! keys `url` (required), `name`, `product_details` (true|false), `timeout` (seconds), `retries` (attempts ≥ 1),
-//! `retry_delay` (seconds), `max_in_flight`, `max_steps`. UsageError for anything else, a missing or non-HTTP URL.
-RemoteOptions parse_remote_options(const AgentOptions& options);
+//! `retry_delay` (seconds), `max_in_flight`, `max_steps` (default `run_max_steps`, the run's cap). UsageError for
+//! anything else, a missing or non-HTTP URL.
+RemoteOptions parse_remote_options(const AgentOptions& options, int run_max_steps = 10);
 
 class RemoteAgentFactory final : public AgentFactory {
  public:
