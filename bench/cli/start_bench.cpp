@@ -48,7 +48,7 @@ const int registered = [] {
   add_start("search", "one BM25 query on the mini dataset's cached index",
             [](const Context& ctx) { return "search --data " + mini(ctx).string() + " --k 5 'wireless headphones'"; },
             "q0\t1\t");
-  add_start("score", "pwab score of a 218-task run (bootstrap intervals)",
+  add_start("score", "pwab score of a 109-task run (bootstrap intervals)",
             [](const Context& ctx) { return "score " + run_dir(ctx).string(); }, "Review similarity");
   add_start("version", "pwab version: loads the libtorch plugin (the cost the others no longer pay)",
             [](const Context&) { return std::string("version"); }, "libtorch   1.");
