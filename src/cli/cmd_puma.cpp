@@ -77,7 +77,7 @@ void run_puma(const PumaArgs& a, const std::string& until) {
   LlmSetup models = make_llm_setup(a.llm, /*need_agent=*/a.search_labels == "llm", /*need_user=*/false);
   const bool tty = isatty(STDERR_FILENO);
   puma::TrainingHooks hooks;
-  hooks.status = service_options("", "").announce;
+  hooks.status = stderr_status();
   hooks.log = [](const std::string& line) { std::cerr << "puma: " << line << "\n"; };
   hooks.progress = [tty](const puma::TrainProgress& p) {
     if (tty) std::cerr << "\r\033[K" << progress_text(p) << std::flush;

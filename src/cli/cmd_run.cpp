@@ -11,6 +11,7 @@
 
 #include "agents/agent.h"
 #include "cli/cli.h"
+#include "cli/common.h"
 #include "cli/llm_setup.h"
 #include "core/error.h"
 #include "core/sys.h"
@@ -105,7 +106,7 @@ void run_command(const RunArgs& a) {
 
   ProgressPrinter printer(!a.quiet);
   runner::RunHooks hooks;
-  if (!a.quiet) hooks.status = [](const std::string& line) { std::cerr << "pwab: " << line << "\n"; };
+  if (!a.quiet) hooks.status = stderr_status();
   hooks.progress = [&printer](const runner::RunProgress& p, const std::string& cost) { printer(p, cost); };
   hooks.interrupt = &g_interrupted;
   void (*previous)(int) = SIG_DFL;

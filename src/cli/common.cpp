@@ -8,10 +8,12 @@ namespace pwab::cli {
 
 data::Dataset load_data(const std::string& dir) { return data::load_dataset(dir); }
 
+std::function<void(const std::string&)> stderr_status() {
+  return [](const std::string& line) { std::cerr << "pwab: " << line << "\n"; };
+}
+
 env::ServiceOptions service_options(const std::string& index_dir, const std::string& checkpoint, bool announce) {
-  env::ServiceOptions options{index_dir, checkpoint, {}};
-  if (announce) options.announce = [](const std::string& line) { std::cerr << "pwab: " << line << "\n"; };
-  return options;
+  return {index_dir, checkpoint, announce ? stderr_status() : nullptr};
 }
 
 }  // namespace pwab::cli

@@ -1,5 +1,6 @@
 // src/cli/common.h: what several subcommands share: loading a dataset, the service flags as env::ServiceOptions.
 #pragma once
+#include <functional>
 #include <string>
 
 #include "data/dataset.h"
@@ -9,6 +10,8 @@ namespace pwab::cli {
 
 //! Loads a dataset directory, throwing DataError with the first problem (see `pwab data validate`).
 data::Dataset load_data(const std::string& dir);
+//! Status lines on stderr, "pwab: <line>" (a first-run training, resume notes).
+std::function<void(const std::string&)> stderr_status();
 //! The --index-dir and --checkpoint flags (empty = DATA's defaults); `announce`: status lines ("pwab: ...") on
 //! stderr, e.g. when SASRec is trained on first use.
 env::ServiceOptions service_options(const std::string& index_dir, const std::string& checkpoint, bool announce = true);

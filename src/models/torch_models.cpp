@@ -56,10 +56,14 @@ const TorchModels* load() {
     }
     using Entry = const TorchModels* (*)();
     auto entry = reinterpret_cast<Entry>(dlsym(handle, kTorchModelsSymbol));
-    const TorchModels* api = entry ? entry() : nullptr;
+    if (!entry) {
+      tried += "\n  " + path.string() + ": not a pwab libtorch plugin (it has no " + kTorchModelsSymbol + ")";
+      continue;  // never unloaded (dlclose could run static destructors of a library half set up)
+    }
+    const TorchModels* api = entry();
     if (!api || api->abi != kTorchModelsAbi || api->size != sizeof(TorchModels)) {
       tried += "\n  " + path.string() + ": a libpwab_torch.so of another pwab build";
-      continue;  // never unloaded: its static objects may already be registered with libtorch
+      continue;
     }
     g_loaded = true;
     return api;
@@ -72,7 +76,8 @@ const TorchModels* load() {
 }  // namespace
 
 const TorchModels& torch_models() {
-  // Not a function-local static: a failed load throws, and the next call should say why again.
+  // Loaded under a lock rather than as `static const auto* api = load()`: a failed load is not remembered, so
+  // every later call says again why it failed.
   static std::mutex mu;
   static const TorchModels* api = nullptr;
   std::lock_guard lock(mu);

@@ -92,6 +92,10 @@ TEST_F(TorchSeam, AMissingPluginIsAClearErrorOnlyWhereItIsNeeded) {
   EXPECT_NE(train.err.find("needs libtorch"), std::string::npos) << train.err;
   EXPECT_NE(train.err.find("nowhere/libpwab_torch.so: not there"), std::string::npos) << train.err;
   EXPECT_NE(train.err.find("PWAB_TORCH_PLUGIN"), std::string::npos) << train.err;
+  // A file that is no shared library: the loader's own reason, after the path.
+  test::write_text((*dir_) / "junk.so", "not an ELF file\n");
+  Ran junk = run_with_env("PWAB_TORCH_PLUGIN=" + ((*dir_) / "junk.so").string(), "version");
+  EXPECT_NE(junk.out.find("junk.so: "), std::string::npos) << junk.out;
   // A run over a trained recommender does not.
   Ran run = run_with_env(missing, "run --quiet --data " + data_ + " --tasks 0:3 --out " + ((*dir_) / "r2").string());
   EXPECT_EQ(run.status, 0) << run.err;
