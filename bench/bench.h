@@ -28,6 +28,8 @@ struct Benchmark {
   std::function<double(const Context&, std::vector<Extra>&)> run;
   //! Empty if the last run's result is right, else what is wrong.
   std::function<std::string(const Context&)> check;
+  //! An untimed run before the timed ones; off for runs so long that a cold start is lost in them.
+  bool warm_up = true;
 };
 
 //! Registers a benchmark at static-initialisation time.

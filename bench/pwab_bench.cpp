@@ -58,7 +58,7 @@ int main(int argc, char** argv) {
     if (b.setup) b.setup(ctx);
     std::vector<Extra> extras;
     std::vector<double> times;
-    for (int r = 0; r <= b.runs; ++r) {  // run 0 is the warm-up
+    for (int r = b.warm_up ? 0 : 1; r <= b.runs; ++r) {  // run 0 is the warm-up
       extras.clear();
       double s = b.run(ctx, extras);
       if (r == 0) continue;

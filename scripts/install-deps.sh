@@ -8,6 +8,7 @@
 # a stamp holding the lock file's hash skips it when node_modules is already that lock's.
 #   scripts/install-deps.sh               build + test dependencies
 #   scripts/install-deps.sh --with-parity also the Java/Lucene reference used by the search parity test
+#   scripts/install-deps.sh --with-bench  also Debian's python3-torch, the anchor of the PUMA training benchmarks
 #   scripts/install-deps.sh --no-mcp-client  without Node.js and the MCP test client (its test then skips)
 #   scripts/install-deps.sh --check       exit 1 (and list them) if any package is missing; installs nothing
 set -euo pipefail
@@ -25,15 +26,17 @@ packages=(
   chromium                                          # headless browser test of `pwab report`'s page
 )
 parity_packages=(default-jdk-headless liblucene8-java)
+bench_packages=(python3-torch)                      # the PyTorch-eager anchor of the PUMA training benchmarks
 
 check_only=0
 with_mcp_client=1
 for arg in "$@"; do
   case "$arg" in
     --with-parity) packages+=("${parity_packages[@]}") ;;
+    --with-bench) packages+=("${bench_packages[@]}") ;;
     --no-mcp-client) with_mcp_client=0 ;;
     --check) check_only=1 ;;
-    -h|--help) sed -n '2,10p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,11p' "$0"; exit 0 ;;
     *) echo "install-deps.sh: unknown option '$arg'" >&2; exit 2 ;;
   esac
 done

@@ -57,6 +57,7 @@ const int registered = add({
       double acc = sft["overall"]["function_acc"].get<double>();
       return acc >= 0.9 ? "" : fmt::format("SFT function accuracy {:.3f} < 0.9", acc);
     },
+    /*warm_up=*/false,  // minutes per run, from scratch each time
 });
 
 }  // namespace

@@ -152,7 +152,7 @@ int approximate_token_count(std::string_view text) {
 std::string puma_memory(const data::Dataset& ds, const data::Task& task, std::optional<data::TaskType> type,
                         const embed::Embedder& embedder, const PumaMemoryOptions& options,
                         const TokenCounter& counter) {
-  if (!type) return "none";
+  if (!type || options.k <= 0) return "none";
   std::vector<const data::Behaviour*> history = ds.visible_history(task);
   if (history.empty()) return "none";
   RelevanceOptions ro;

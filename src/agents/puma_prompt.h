@@ -73,7 +73,8 @@ struct PumaMemoryOptions {
 
 //! PUMA's memory of `task` for the task type `type`: the k most relevant visible behaviours rendered by
 //! render_task_memory (no header, recommend newest first), cut by `counter` to the budget. "none" when the
-//! history is empty or `type` is unset (an unknown function, D3).
+//! history is empty, `type` is unset (an unknown function, D3) or k is 0 (no memory: the ablation "w/o
+//! task-specific memory").
 std::string puma_memory(const data::Dataset& ds, const data::Task& task, std::optional<data::TaskType> type,
                         const embed::Embedder& embedder, const PumaMemoryOptions& options,
                         const TokenCounter& counter);

@@ -19,6 +19,7 @@ int run(const std::vector<std::string>& args) {
   add_run_commands(app);
   add_report_command(app);
   add_puma_commands(app);
+  add_lm_commands(app);
   add_serve_command(app);
   add_mcp_command(app);
   add_version_command(app);

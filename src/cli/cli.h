@@ -26,6 +26,8 @@ void add_report_command(CLI::App& app);
 //! `pwab build` and `pwab data consistency` (after add_data_commands: it extends `data`).
 void add_build_commands(CLI::App& app);
 void add_puma_commands(CLI::App& app);
+//! `pwab lm generate|score`: inspect a model (cmd_lm.cpp).
+void add_lm_commands(CLI::App& app);
 void add_serve_command(CLI::App& app);
 //! `pwab mcp`: the environment as an MCP server on stdio (cmd_mcp.cpp).
 void add_mcp_command(CLI::App& app);

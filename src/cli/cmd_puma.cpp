@@ -6,13 +6,21 @@
 #include <unistd.h>
 
 #include <csignal>
+#include <optional>
 #include <iostream>
+#include <nlohmann/json.hpp>
 
 #include "cli/cli.h"
 #include "cli/common.h"
 #include "cli/llm_setup.h"
 #include "core/error.h"
+#include "core/sys.h"
+#include "data/loader.h"
+#include "env/services.h"
+#include "puma/ablate.h"
+#include "puma/exchange.h"
 #include "puma/pipeline.h"
+#include "puma/scoring.h"
 #include "puma/run.h"
 
 namespace pwab::cli {
@@ -20,21 +28,46 @@ namespace {
 
 struct PumaArgs {
   std::string data, out, preset = "tiny", base_model, embedder = "fasttext", checkpoint, index_dir;
-  std::string search_labels = "heuristic", device = "cpu", dtype = "float32";
-  int train_limit = 0, test_limit = 0, samples = 0, sft_epochs = 0, dpo_epochs = 0, memory_tokens = 0, top_k = 10;
-  double sft_lr = 0, dpo_lr = 0;
+  std::string search_labels = "heuristic", device = "cpu", dtype = "float32", sft_mode, function_file, sft_weights;
+  std::string reuse_from;
+  int train_limit = 0, test_limit = 0, top_k = 10;
+  std::optional<int> samples, sft_epochs, dpo_epochs, memory_tokens, memory_k, grad_accum, sft_batch, dpo_batch,
+      max_length, dpo_max_length, dpo_max_prompt_length, lora_r, sample_limit, dpo_eval_tasks, max_new_tokens, vocab,
+      hidden, layers, heads, kv_heads, ffn, recommend_length;
+  std::optional<double> sft_lr, dpo_lr, beta, lora_alpha, rpo_alpha, sample_temperature;
+  bool accept_deviations = false;
+  std::optional<bool> tie_embeddings;
   uint64_t seed = 1;
+  std::string sample_base_url, sample_model, sample_api_key_env = "NONE";
   LlmFlags llm;
 };
 
 std::atomic<bool> g_cancel{false};
 extern "C" void on_puma_sigint(int) { g_cancel.store(true); }
 
+// --preset paper is the paper's recipe: LLM search labels and MiniLM for memory and review rewards. Anything else
+// is refused unless the user accepts the deviation by name.
+void check_paper_recipe(const PumaArgs& a) {
+  if (a.preset != "paper" || a.accept_deviations) return;
+  std::vector<std::string> wrong;
+  if (a.search_labels != "llm")
+    wrong.push_back("--search-labels llm --model gpt-4o-mini (the paper labels search tasks with gpt-4o-mini)");
+  if (a.embedder.rfind("minilm:", 0) != 0)
+    wrong.push_back("--embedder minilm:DIR (all-MiniLM-L6-v2 ranks the memory and scores reviews in the paper)");
+  if (wrong.empty()) return;
+  std::string message = "--preset paper is the paper's recipe, which also needs:";
+  for (const std::string& w : wrong) message += "\n  " + w;
+  message += "\nor pass --accept-deviations to train with these settings anyway (recorded in options.json).";
+  throw UsageError(message);
+}
+
 puma::PipelineOptions pipeline_options(const PumaArgs& a) {
-  if (a.preset != "tiny" && a.preset != "paper") throw UsageError("--preset must be tiny or paper, not '" + a.preset + "'");
+  puma::PipelineOptions o = puma::PipelineOptions::preset_named(a.preset);
   if (a.preset == "paper" && a.base_model.empty())
     throw UsageError("--preset paper fine-tunes a base model: give --base-model DIR (e.g. Llama-2-7b-chat-hf)");
-  puma::PipelineOptions o = a.preset == "tiny" ? puma::PipelineOptions::tiny_preset() : puma::PipelineOptions::paper_preset();
+  check_paper_recipe(a);
+  if (a.search_labels != "heuristic" && a.search_labels != "llm")
+    throw UsageError("--search-labels must be heuristic or llm, not '" + a.search_labels + "'");
   o.out = a.out;
   o.base_model = a.base_model;
   o.seed = a.seed;
@@ -44,58 +77,172 @@ puma::PipelineOptions pipeline_options(const PumaArgs& a) {
   o.train_limit = a.train_limit;
   o.test_limit = a.test_limit;
   o.search_labels = a.search_labels;
-  if (a.samples > 0) o.samples = a.samples;
-  if (a.sft_epochs > 0) o.sft.epochs = a.sft_epochs;
-  if (a.dpo_epochs > 0) o.dpo.epochs = a.dpo_epochs;
-  if (a.sft_lr > 0) o.sft.learning_rate = a.sft_lr;
-  if (a.dpo_lr > 0) o.dpo.learning_rate = a.dpo_lr;
-  if (a.memory_tokens > 0) o.prepare.memory.max_tokens = a.memory_tokens;
-  if (a.search_labels != "heuristic" && a.search_labels != "llm")
-    throw UsageError("--search-labels must be heuristic or llm, not '" + a.search_labels + "'");
+  o.function_file = a.function_file;
+  o.reuse_from = a.reuse_from;
+  if (!a.sft_mode.empty()) o.sft_mode = puma::parse_sft_mode(a.sft_mode);
+  auto at_least = [](const std::optional<int>& v, int floor, const char* flag) {
+    if (v && *v < floor) throw UsageError(fmt::format("{} takes an integer ≥ {}", flag, floor));
+    return v.has_value();
+  };
+  auto positive = [](const std::optional<double>& v, const char* flag) {
+    if (v && !(*v > 0)) throw UsageError(fmt::format("{} must be > 0", flag));
+    return v.has_value();
+  };
+  if (at_least(a.samples, 1, "--samples")) o.samples = *a.samples;
+  if (at_least(a.sft_epochs, 0, "--sft-epochs")) o.sft.epochs = *a.sft_epochs;
+  if (at_least(a.dpo_epochs, 0, "--dpo-epochs")) o.dpo.epochs = *a.dpo_epochs;
+  if (positive(a.sft_lr, "--sft-lr")) o.sft.learning_rate = *a.sft_lr;
+  if (positive(a.dpo_lr, "--dpo-lr")) o.dpo.learning_rate = *a.dpo_lr;
+  if (at_least(a.memory_tokens, 8, "--memory-tokens")) o.prepare.memory.max_tokens = *a.memory_tokens;
+  if (at_least(a.memory_k, 0, "--memory-k")) o.prepare.memory.k = *a.memory_k;
+  if (at_least(a.grad_accum, 1, "--grad-accum")) o.sft.accumulation_steps = o.dpo.accumulation_steps = *a.grad_accum;
+  if (at_least(a.sft_batch, 1, "--sft-batch")) o.sft.batch_size = *a.sft_batch;
+  if (at_least(a.dpo_batch, 1, "--dpo-batch")) o.dpo.batch_size = *a.dpo_batch;
+  if (at_least(a.max_length, 8, "--max-length")) o.sft.max_length = *a.max_length;
+  if (at_least(a.dpo_max_length, 8, "--dpo-max-length")) o.dpo.max_length = *a.dpo_max_length;
+  if (at_least(a.dpo_max_prompt_length, 0, "--dpo-max-prompt-length")) o.dpo.max_prompt_length = *a.dpo_max_prompt_length;
+  if (positive(a.beta, "--beta")) o.dpo.dpo_beta = *a.beta;
+  if (at_least(a.lora_r, 1, "--lora-r")) o.sft.lora_r = o.dpo.lora_r = *a.lora_r;
+  if (positive(a.lora_alpha, "--lora-alpha")) o.sft.lora_alpha = o.dpo.lora_alpha = *a.lora_alpha;
+  if (a.rpo_alpha) {
+    if (*a.rpo_alpha < 0) throw UsageError("--rpo-alpha must be ≥ 0");
+    o.dpo.rpo_alpha = *a.rpo_alpha;
+  }
+  if (positive(a.sample_temperature, "--sample-temperature")) o.sample_temperature = *a.sample_temperature;
+  if (at_least(a.sample_limit, 0, "--sample-limit")) o.sample_limit = *a.sample_limit;
+  if (at_least(a.dpo_eval_tasks, 0, "--dpo-eval-tasks")) o.dpo_eval_tasks = *a.dpo_eval_tasks;
+  if (at_least(a.max_new_tokens, 1, "--max-new-tokens")) o.max_new_tokens = *a.max_new_tokens;
+  if (at_least(a.recommend_length, 1, "--recommend-length")) o.prepare.recommend_length = *a.recommend_length;
+  if (!a.sft_weights.empty()) o.sft_weights = puma::parse_sft_weights(a.sft_weights, o.sft_weights);
+  const bool shaped = a.vocab || a.hidden || a.layers || a.heads || a.kv_heads || a.ffn || a.tie_embeddings;
+  if (shaped && !a.base_model.empty())
+    throw UsageError("--vocab, --hidden, --layers, --heads, --kv-heads and --ffn shape a model trained from scratch; "
+                     "--base-model brings its own");
+  if (at_least(a.vocab, 300, "--vocab")) o.tiny_vocab_size = *a.vocab;
+  if (at_least(a.hidden, 8, "--hidden")) o.shape.hidden = *a.hidden;
+  if (at_least(a.layers, 1, "--layers")) o.shape.layers = *a.layers;
+  if (at_least(a.heads, 1, "--heads")) o.shape.heads = *a.heads;
+  if (at_least(a.kv_heads, 1, "--kv-heads")) o.shape.kv_heads = *a.kv_heads;
+  if (at_least(a.ffn, 8, "--ffn")) o.shape.ffn = *a.ffn;
+  if (a.tie_embeddings) o.shape.tie_embeddings = *a.tie_embeddings;
+  if (o.shape.hidden % o.shape.heads != 0 || o.shape.heads % o.shape.kv_heads != 0)
+    throw UsageError(fmt::format("--hidden {} must be a multiple of --heads {}, and --heads of --kv-heads {}",
+                                 o.shape.hidden, o.shape.heads, o.shape.kv_heads));
   return o;
 }
 
-std::string progress_text(const puma::TrainProgress& p) {
-  return fmt::format("step {}/{} epoch {} loss {:.4f} lr {:.2e} {:.0f} tokens/s", p.step, p.total, p.epoch + 1,
-                     p.loss, p.lr, p.tokens_per_s);
+// Where the data and its services are (the pipeline settings are set by the caller).
+puma::TrainingConfig training_config(const PumaArgs& a) {
+  puma::TrainingConfig c;
+  c.data = a.data;
+  c.index_dir = a.index_dir;
+  c.checkpoint = a.checkpoint;
+  c.embedder = a.embedder;
+  c.top_k = a.top_k;
+  return c;
 }
 
-void print_report(const puma::PipelineReport& r) {
+std::string progress_text(const puma::TrainProgress& p) {
+  return fmt::format("{} step {}/{} epoch {} loss {:.4f} lr {:.2e} {:.0f} tokens/s", p.phase, p.step, p.total,
+                     p.epoch + 1, p.loss, p.lr, p.tokens_per_s);
+}
+
+// The pipeline's log and status on stderr, a progress line while stderr is a terminal, and Ctrl-C asking the
+// pipeline to checkpoint and stop; the destructor gives SIGINT back and clears the progress line.
+struct TerminalHooks {
+  bool tty = isatty(STDERR_FILENO);
+  puma::TrainingHooks hooks;
+  TerminalHooks() {
+    hooks.status = stderr_status();
+    hooks.log = [](const std::string& line) { std::cerr << "puma: " << line << "\n"; };
+    hooks.progress = [tty = tty](const puma::TrainProgress& p) {
+      if (tty) std::cerr << "\r\033[K" << progress_text(p) << std::flush;
+    };
+    g_cancel.store(false);
+    std::signal(SIGINT, on_puma_sigint);
+    hooks.cancel = &g_cancel;
+  }
+  ~TerminalHooks() {
+    std::signal(SIGINT, SIG_DFL);
+    if (tty) std::cerr << "\r\033[K";
+  }
+  TerminalHooks(const TerminalHooks&) = delete;
+  TerminalHooks& operator=(const TerminalHooks&) = delete;
+};
+
+void print_report(const puma::PipelineReport& r, const std::string& out) {
   auto section = [](const char* name, const puma::FastTestResult& t) {
     std::cout << name << " (fast test on the test split):\n" << t.table();
   };
   if (r.have_sft) section("SFT model", r.sft);
   if (r.have_dpo) {
-    std::cout << fmt::format("DPO: {} preference pairs ({} train tasks tied, no pair)\n", r.preference_pairs,
-                             r.tie_tasks);
+    const puma::CandidateStats& c = r.candidates;
+    std::cout << fmt::format("DPO: {} preference pairs from {} train tasks ({} tied, no pair; mean reward spread "
+                             "{:.3f})\n",
+                             r.preference_pairs, c.tasks, r.tie_tasks, c.mean_spread);
     section("DPO model", r.dpo);
   }
+  std::cout << "Report (curves, candidates, times): " << (std::filesystem::path(out) / "report.md").string() << "\n";
 }
 
 void run_puma(const PumaArgs& a, const std::string& until) {
-  puma::TrainingConfig config{a.data, a.index_dir, a.checkpoint, a.embedder, a.top_k, pipeline_options(a), until};
+  puma::TrainingConfig config = training_config(a);
+  config.pipeline = pipeline_options(a);
+  config.until = until;
   LlmSetup models = make_llm_setup(a.llm, /*need_agent=*/a.search_labels == "llm", /*need_user=*/false);
-  const bool tty = isatty(STDERR_FILENO);
-  puma::TrainingHooks hooks;
-  hooks.status = stderr_status();
-  hooks.log = [](const std::string& line) { std::cerr << "puma: " << line << "\n"; };
-  hooks.progress = [tty](const puma::TrainProgress& p) {
-    if (tty) std::cerr << "\r\033[K" << progress_text(p) << std::flush;
-  };
-  g_cancel.store(false);
-  std::signal(SIGINT, on_puma_sigint);
-  hooks.cancel = &g_cancel;
-  puma::PipelineReport report = puma::run_training(config, models, hooks);
-  std::signal(SIGINT, SIG_DFL);
-  if (tty) std::cerr << "\r\033[K";
+  LlmSetup sampler;
+  if (!a.sample_base_url.empty() || !a.sample_model.empty()) {
+    if (a.sample_base_url.empty() || a.sample_model.empty())
+      throw UsageError("sampling from a server needs both --sample-base-url URL and --sample-model NAME");
+    LlmFlags f = a.llm;
+    f.model = a.sample_model;
+    f.local_model.clear();
+    f.base_url = a.sample_base_url;
+    f.api_key_env = a.sample_api_key_env;
+    sampler = make_llm_setup(f, /*need_agent=*/true, /*need_user=*/false);
+    config.sample_model = sampler.agent_model;
+    config.sample_model_name = a.sample_model;
+  }
+  TerminalHooks terminal;
+  puma::PipelineReport report = puma::run_training(config, models, terminal.hooks);
   if (report.cancelled) throw Error("interrupted; run the same command again to continue from the checkpoint");
-  print_report(report);
+  print_report(report, a.out);
+}
+
+// `pwab puma ablate`: Tables 5 and 6 (puma/ablate.h) with the same training flags as `train`.
+struct AblateArgs {
+  PumaArgs train;
+  int seeds = 1, bootstrap = 1000;
+  std::string tables = "5,6";
+  std::vector<int> memory_lengths;
+};
+
+void run_ablate(const AblateArgs& a) {
+  puma::AblationOptions o;
+  o.base = pipeline_options(a.train);
+  o.out = a.train.out;
+  o.seeds = a.seeds;
+  o.table5 = a.tables.find('5') != std::string::npos;
+  o.table6 = a.tables.find('6') != std::string::npos;
+  if (a.tables != "5" && a.tables != "6" && a.tables != "5,6" && a.tables != "6,5")
+    throw UsageError("--tables takes 5, 6 or 5,6");
+  o.memory_lengths = a.memory_lengths;
+  o.bootstrap.resamples = a.bootstrap;
+  if (a.seeds < 1) throw UsageError("--seeds takes an integer ≥ 1");
+  puma::TrainingConfig config = training_config(a.train);
+  config.pipeline = o.base;
+  LlmSetup models = make_llm_setup(a.train.llm, /*need_agent=*/a.train.search_labels == "llm", /*need_user=*/false);
+  TerminalHooks terminal;
+  puma::TrainingSession session(config, models, terminal.hooks);
+  std::string md = puma::run_ablation(session, o, terminal.hooks.log);
+  std::cout << md;
 }
 
 void add_puma_options(CLI::App& cmd, PumaArgs& a) {
   cmd.add_option("--data", a.data, "Dataset directory")->required();
   cmd.add_option("--out", a.out, "Pipeline directory (created; re-running continues it)")->required();
-  cmd.add_option("--preset", a.preset, "tiny (a small model from scratch, CPU) or paper (§5 settings, needs "
+  cmd.add_option("--preset", a.preset, "tiny (a small model from scratch, minutes), cpu (the CPU experiment: learns "
+                                       "to write queries, < 1 h on 2 cores) or paper (§5 settings, needs "
                                        "--base-model)")->capture_default_str();
   cmd.add_option("--base-model", a.base_model, "Hugging Face LLaMA directory to fine-tune (with LoRA)");
   cmd.add_option("--embedder", a.embedder, "Memory retrieval and review rewards: fasttext | minilm:DIR | hashing")
@@ -104,18 +251,128 @@ void add_puma_options(CLI::App& cmd, PumaArgs& a) {
   cmd.add_option("--index-dir", a.index_dir, "BM25 index directory (default: DATA/.pwab-index)");
   cmd.add_option("--search-labels", a.search_labels, "Search pseudo-labels: heuristic, or llm (with --model)")
       ->capture_default_str();
+  cmd.add_flag("--accept-deviations", a.accept_deviations,
+               "With --preset paper: train without LLM search labels or the MiniLM embedder anyway");
   cmd.add_option("--device", a.device, "cpu or cuda[:N]")->capture_default_str();
   cmd.add_option("--dtype", a.dtype, "float32 or bfloat16 (float16 on CUDA)")->capture_default_str();
   cmd.add_option("--train-limit", a.train_limit, "Use the first N train tasks only (0 = all)");
   cmd.add_option("--test-limit", a.test_limit, "Evaluate on the first N test tasks only (0 = all)");
+  cmd.add_option("--vocab", a.vocab, "From-scratch presets: sentencepiece vocabulary size learnt from the data");
+  cmd.add_option("--hidden", a.hidden, "From-scratch presets: hidden width of the model");
+  cmd.add_option("--layers", a.layers, "From-scratch presets: decoder layers");
+  cmd.add_option("--heads", a.heads, "From-scratch presets: attention heads");
+  cmd.add_option("--kv-heads", a.kv_heads, "From-scratch presets: key/value heads (grouped-query attention)");
+  cmd.add_option("--ffn", a.ffn, "From-scratch presets: SwiGLU width");
+  cmd.add_option("--tie-embeddings", a.tie_embeddings, "From-scratch presets: true = the output layer shares the "
+                                                       "embedding table (default: the preset's)");
+  cmd.add_option("--recommend-length", a.recommend_length, "ASINs in a recommendation label (the original: 30)");
+  cmd.add_option("--sft-weights", a.sft_weights, "How often each kind of example enters the SFT data, e.g. "
+                                                 "function=0.25,search=3 (kinds: function, search, recommend, review; "
+                                                 "default: the preset's)");
+  cmd.add_option("--memory-k", a.memory_k, "Behaviours retrieved into the memory (0 = no memory; default: preset)");
+  cmd.add_option("--memory-tokens", a.memory_tokens, "Memory token budget, BOS included (default: the preset's)");
+  cmd.add_option("--sft-mode", a.sft_mode, "What SFT trains on: function | param | function_param (the "
+                                           "original's --train_on; default function_param)");
+  cmd.add_option("--sft-epochs", a.sft_epochs, "SFT epochs; 0 = no SFT (default: the preset's)");
+  cmd.add_option("--sft-lr", a.sft_lr, "SFT learning rate (paper preset: 3e-4 as the original's script; the "
+                                       "paper's text says 4e-3)");
+  cmd.add_option("--sft-batch", a.sft_batch, "SFT rows per micro-batch (default: the preset's)");
+  cmd.add_option("--max-length", a.max_length, "SFT tokens per row, longer rows cut at the end");
+  cmd.add_option("--grad-accum", a.grad_accum, "Gradient accumulation steps of SFT and DPO: the effective batch is "
+                                               "batch × accumulation (the original: 1 × 16 on 4 GPUs = 64)");
+  cmd.add_option("--lora-r", a.lora_r, "LoRA rank (default 16)");
+  cmd.add_option("--lora-alpha", a.lora_alpha, "LoRA alpha (default 32)");
   cmd.add_option("--samples", a.samples, "DPO candidates per train task (default: the preset's)");
-  cmd.add_option("--sft-epochs", a.sft_epochs, "SFT epochs (default: the preset's)");
-  cmd.add_option("--sft-lr", a.sft_lr, "SFT learning rate (default: the preset's)");
-  cmd.add_option("--dpo-epochs", a.dpo_epochs, "DPO epochs (default: the preset's)");
+  cmd.add_option("--sample-temperature", a.sample_temperature, "Sampling temperature of the candidates");
+  cmd.add_option("--sample-limit", a.sample_limit, "Sample candidates for the first N train tasks only (0 = all)");
+  cmd.add_option("--max-new-tokens", a.max_new_tokens, "Tokens generated per parameter (default: the preset's)");
+  cmd.add_option("--sample-base-url", a.sample_base_url,
+                 "Sample the candidates from this OpenAI-compatible server (/v1/completions, n per prompt: vLLM)");
+  cmd.add_option("--sample-model", a.sample_model, "The model name the sampling server serves");
+  cmd.add_option("--sample-api-key-env", a.sample_api_key_env, "Variable holding the sampling server's key (NONE: "
+                                                               "no key)")->capture_default_str();
+  cmd.add_option("--dpo-eval-tasks", a.dpo_eval_tasks, "Test tasks sampled for DPO's evaluation pairs (eval loss, "
+                                                       "margin, KL; default: the preset's)");
+  cmd.add_option("--dpo-epochs", a.dpo_epochs, "DPO epochs; 0 = no DPO (default: the preset's)");
   cmd.add_option("--dpo-lr", a.dpo_lr, "DPO learning rate (default: the preset's)");
-  cmd.add_option("--memory-tokens", a.memory_tokens, "Memory token budget (default: the preset's)");
+  cmd.add_option("--dpo-batch", a.dpo_batch, "DPO pairs per micro-batch (default: the preset's)");
+  cmd.add_option("--beta", a.beta, "DPO beta (default 0.1)");
+  cmd.add_option("--rpo-alpha", a.rpo_alpha, "Add this weight × the chosen response's NLL to the DPO loss (TRL's "
+                                             "rpo_alpha; default: the preset's)");
+  cmd.add_option("--dpo-max-length", a.dpo_max_length, "DPO tokens per row (paper preset: 1024)");
+  cmd.add_option("--dpo-max-prompt-length", a.dpo_max_prompt_length,
+                 "DPO prompts cut to this many tokens keeping their end; the response is never cut (paper: 768)");
+  cmd.add_option("--function-file", a.function_file, "Evaluate with these function predictions ({instruction: "
+                                                     "tool}) instead of the model's own");
+  cmd.add_option("--reuse-from", a.reuse_from, "Take over the steps this other pipeline directory finished with the "
+                                               "same settings (hard links) instead of running them again");
   cmd.add_option("--seed", a.seed, "Seed of initialisation, data order and sampling")->capture_default_str();
   add_llm_flags(cmd, a.llm);
+}
+
+// `pwab puma fast-test`: the original test.py on prediction files made anywhere (its layout), scored by pwab.
+struct FastTestArgs {
+  std::string data, functions, params, embedder = "fasttext", checkpoint, index_dir, split = "test", json_out, dpo_out;
+  int top_k = 10;
+};
+
+void run_fast_test(const FastTestArgs& a) {
+  if (a.split != "test" && a.split != "train") throw UsageError("--split must be test or train");
+  if (a.dpo_out.empty() && a.functions.empty())
+    throw UsageError("give --functions FILE (and --params FILE), or --params FILE --dpo-out FILE for test.py's DPO mode");
+  if (a.params.empty()) throw UsageError("give --params FILE (the original's {instruction: [parameter, ...]} file)");
+  data::Dataset ds = data::load_dataset(a.data);
+  env::DatasetEnvironment world = env::open_environment(ds, a.data, {a.index_dir, a.checkpoint, stderr_status()},
+                                                        env::open_embedder(a.embedder, ds, a.data), a.top_k);
+  std::vector<const data::Task*> tasks;
+  for (const data::Task& t : ds.tasks(a.split == "test" ? data::Split::kTest : data::Split::kTrain)) tasks.push_back(&t);
+  puma::Predictions params = puma::read_predictions(a.params);
+  if (!a.dpo_out.empty()) {
+    // test.py --evaluate_dpo: every candidate of every task with the true type's scorer
+    write_file_atomic(a.dpo_out, puma::score_all_candidates_json(*world.environment, tasks, params));
+    std::cerr << "puma fast-test: scored the candidates of " << params.size() << " instructions into " << a.dpo_out << "\n";
+    if (a.functions.empty()) return;
+  }
+  puma::Predictions functions = puma::read_predictions(a.functions);
+  std::size_t missing = 0;
+  for (const data::Task* t : tasks) missing += !functions.count(t->instruction) || !params.count(t->instruction);
+  puma::FastTestResult r = puma::fast_test_candidates(*world.environment, tasks, functions, params);
+  std::cout << r.table();
+  if (missing)
+    std::cerr << fmt::format("puma fast-test: {} of {} {} tasks have no prediction in the files (scored 0)\n", missing,
+                             tasks.size(), a.split);
+  if (!a.json_out.empty()) {
+    nlohmann::json j = nlohmann::json::object();
+    for (const auto& [type, row] : r.by_type)
+      j[type] = {{"total", row.total}, {"function_acc", row.function_acc}, {"result_acc", row.result_acc}};
+    j["overall"] = {{"total", r.overall.total}, {"function_acc", r.overall.function_acc},
+                    {"result_acc", r.overall.result_acc}};
+    nlohmann::json tasks_json = nlohmann::json::array();
+    for (const puma::FastTestTask& t : r.tasks)
+      tasks_json.push_back({{"task", t.task}, {"type", std::string(data::to_string(t.type))}, {"function", t.function},
+                            {"f", t.f}, {"r", t.r}});
+    j["tasks"] = tasks_json;
+    write_file_atomic(a.json_out, j.dump(2) + "\n");
+  }
+}
+
+// `pwab puma export`: the pipeline's SFT examples and preference pairs for TRL, LLaMA-Factory or the original.
+struct ExportArgs {
+  std::string out, to, format, sft_mode = "function_param";
+};
+
+void run_export(const ExportArgs& a) {
+  puma::ExportFormat format = puma::parse_export_format(a.format);
+  puma::SftMode mode = puma::parse_sft_mode(a.sft_mode);
+  puma::TrainingData d = puma::read_training_data(a.out);
+  auto files = puma::export_training_data(d, format, mode, a.to);
+  std::cout << fmt::format("exported {} SFT train rows, {} test rows and {} + {} preference pairs as {}:\n",
+                           puma::sft_rows(d.function_train, d.param_train, mode).size(),
+                           puma::sft_rows(d.function_test, d.param_test, mode).size(), d.dpo_train.size(),
+                           d.dpo_test.size(), a.format);
+  for (const auto& f : files) std::cout << "  " << f.string() << "\n";
+  if (d.dpo_train.empty())
+    std::cerr << "puma export: no preference pairs yet (run `pwab puma score` first); the DPO files are empty\n";
 }
 
 }  // namespace
@@ -134,6 +391,50 @@ void add_puma_commands(CLI::App& app) {
       {"dpo", "dpo"},
       {"eval-dpo", "eval-dpo"},
   };
+  auto aa = std::make_shared<AblateArgs>();
+  auto* ab = puma->add_subcommand("ablate", "The paper's Table 5 (PUMA, w/o task-specific memory, w/o SFT, w/o DPO) "
+                                            "and Table 6 (memory lengths) on this dataset and preset, with intervals "
+                                            "and paired differences; finished steps are reused");
+  add_puma_options(*ab, aa->train);
+  ab->add_option("--seeds", aa->seeds, "Train every row with K seeds (--seed, --seed + 1, ...): mean and spread")
+      ->capture_default_str();
+  ab->add_option("--tables", aa->tables, "Which tables: 5, 6 or 5,6")->capture_default_str();
+  ab->add_option("--memory-lengths", aa->memory_lengths, "Table 6's memory budgets in tokens (default: 256 512 768 "
+                                                          "for --preset paper, else a quarter, half and all of the "
+                                                          "preset's)")->delimiter(',');
+  ab->add_option("--bootstrap", aa->bootstrap, "Bootstrap resamples of the intervals")->capture_default_str();
+  ab->callback([aa] { run_ablate(*aa); });
+
+  auto fa = std::make_shared<FastTestArgs>();
+  auto* ft = puma->add_subcommand("fast-test", "Score prediction files in the original's layout (its test.py): "
+                                              "{instruction: [tool]} and {instruction: [parameter, ...]}");
+  ft->add_option("--data", fa->data, "Dataset directory")->required();
+  ft->add_option("--functions", fa->functions, "Function predictions {instruction: tool or [tool, ...]}");
+  ft->add_option("--params", fa->params, "Parameter predictions {instruction: parameter or [parameter, ...]}");
+  ft->add_option("--split", fa->split, "Tasks to score: test (test.py) or train")->capture_default_str();
+  ft->add_option("--embedder", fa->embedder, "Review similarity: fasttext | minilm:DIR | hashing")->capture_default_str();
+  ft->add_option("--checkpoint", fa->checkpoint, "SASRec checkpoint (default: DATA's)");
+  ft->add_option("--index-dir", fa->index_dir, "BM25 index directory (default: DATA/.pwab-index)");
+  ft->add_option("--json", fa->json_out, "Also write the rows and per-task scores as JSON here");
+  ft->add_option("--dpo-out", fa->dpo_out, "test.py's DPO mode: write {instruction: {candidate: score}} for every "
+                                           "candidate of --params, scored with the task's true type");
+  ft->callback([fa] { run_fast_test(*fa); });
+
+  auto ea = std::make_shared<ExportArgs>();
+  auto* ex = puma->add_subcommand("export", "Write a pipeline's SFT data and preference pairs for TRL, LLaMA-Factory "
+                                            "or the original scripts");
+  ex->add_option("--out", ea->out, "The pipeline directory (after prepare; pairs after score)")->required();
+  ex->add_option("--to", ea->to, "Directory to write into")->required();
+  ex->add_option("--format", ea->format, "trl | llamafactory | original")->required();
+  ex->add_option("--sft-mode", ea->sft_mode, "SFT rows: function | param | function_param")->capture_default_str();
+  ex->callback([ea] { run_export(*ea); });
+
+  auto report_dir = std::make_shared<std::string>();
+  auto* rep = puma->add_subcommand("report", "Rewrite and print a pipeline directory's report (report.md, "
+                                             "report.json): curves, candidate statistics, fast tests");
+  rep->add_option("--out", *report_dir, "The pipeline directory")->required();
+  rep->callback([report_dir] { std::cout << puma::write_pipeline_report(*report_dir); });
+
   for (const auto& [name, until] : commands) {
     auto a = std::make_shared<PumaArgs>();
     std::string help = name == "train" ? "Every step, skipping those already done"

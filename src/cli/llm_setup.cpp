@@ -49,6 +49,9 @@ void add_llm_flags(CLI::App& cmd, LlmFlags& f) {
   cmd.add_option("--local-model", f.local_model,
                  "Serve the agent's raw-text completions from this local PUMA model directory (pwab puma train's "
                  "sft/model or dpo/model) instead of an endpoint");
+  cmd.add_option("--local-adapter", f.local_adapter,
+                 "A PEFT LoRA adapter directory (adapter_config.json, adapter_model.safetensors) loaded on top of "
+                 "--local-model, e.g. a base model plus an adapter trained with PEFT or TRL");
   cmd.add_option("--base-url", f.base_url, "The agent's endpoint (default: $OPENAI_BASE_URL, else OpenAI)");
   cmd.add_option("--api-key-env", f.api_key_env, "Variable holding the agent endpoint's API key")->capture_default_str();
   cmd.add_option("--user-model", f.user_model, "The LLM user simulator's model (default: --model)");
@@ -79,6 +82,8 @@ LlmSetup make_llm_setup(const LlmFlags& f, bool need_agent, bool need_user) {
       f.prices_file.empty() ? llm::PriceTable::builtin() : llm::PriceTable::load(f.prices_file), f.budget_usd);
   s.budget_usd = f.budget_usd;
   if (f.replay && f.cache_dir.empty()) throw UsageError("--replay needs --llm-cache DIR (the recorded run's cache)");
+  if (!f.local_adapter.empty() && f.local_model.empty())
+    throw UsageError("--local-adapter needs --local-model DIR (the base model the adapter was trained on)");
   bool use_agent = need_agent && !f.model.empty();
   s.user_model_name = f.user_model.empty() ? f.model : f.user_model;
   if (need_user && s.user_model_name.empty())
@@ -93,7 +98,8 @@ LlmSetup make_llm_setup(const LlmFlags& f, bool need_agent, bool need_user) {
   if (use_agent) {
     if (!f.local_model.empty()) {
       // A local PUMA model answers the agent's raw-text completions in-process (no server, no key).
-      models::LocalChatModel local = models::torch_models().open_local_chat_model(f.local_model, f.model);
+      models::LocalChatModel local =
+          models::torch_models().open_local_chat_model(f.local_model, f.local_adapter, f.model);
       s.agent_model = with_cache(std::move(local.model), cache, f.replay);
       config["local_model"] = local.description;
     } else {

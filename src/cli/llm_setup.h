@@ -19,6 +19,7 @@ namespace pwab::cli {
 struct LlmFlags {
   std::string model;        //!< --model: the agent's model ("" = the run uses no agent LLM)
   std::string local_model;  //!< --local-model DIR: serve --model's completions from a local PUMA model directory
+  std::string local_adapter;  //!< --local-adapter DIR: a PEFT LoRA adapter loaded on top of --local-model
   std::string base_url;     //!< --base-url (else OPENAI_BASE_URL, else api.openai.com)
   std::string api_key_env = "OPENAI_API_KEY";  //!< --api-key-env: the variable holding the agent endpoint's key
   std::string user_model;   //!< --user-model (default: --model)

@@ -54,6 +54,14 @@ void write_file_atomic(const std::filesystem::path& path, std::string_view conte
   std::filesystem::rename(tmp, path);
 }
 
+void append_file(const std::filesystem::path& path, std::string_view content) {
+  if (path.has_parent_path()) std::filesystem::create_directories(path.parent_path());
+  std::ofstream out(path, std::ios::binary | std::ios::app);
+  if (!out) throw Error("cannot append to " + path.string());
+  out.write(content.data(), static_cast<std::streamsize>(content.size()));
+  if (!out) throw Error("cannot write " + path.string() + " (disk full?)");
+}
+
 unsigned hardware_threads() {
   unsigned n = std::thread::hardware_concurrency();
   return n == 0 ? 1 : n;

@@ -27,6 +27,8 @@ class Stopwatch {
 std::string read_file(const std::filesystem::path& path);
 //! Writes a file atomically (temp file + rename), creating parent directories.
 void write_file_atomic(const std::filesystem::path& path, std::string_view content);
+//! Appends to a file (created with its parent directories when missing); throws pwab::Error naming the file.
+void append_file(const std::filesystem::path& path, std::string_view content);
 //! Number of hardware threads, at least 1.
 unsigned hardware_threads();
 //! A path beside `target` ("<name>.<what>-<pid>-<n>") that no other process or thread uses: where to write a

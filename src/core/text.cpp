@@ -44,6 +44,17 @@ std::vector<std::string> split_trim(std::string_view s, char delim) {
   return out;
 }
 
+void for_each_nonblank_line(std::string_view text, const std::function<void(std::string_view, std::size_t)>& fn) {
+  std::size_t line_no = 0;
+  for (std::size_t pos = 0, nl; pos < text.size(); pos = nl + 1) {
+    nl = text.find('\n', pos);
+    if (nl == std::string_view::npos) nl = text.size();
+    ++line_no;
+    std::string_view line = text.substr(pos, nl - pos);
+    if (!trim(line).empty()) fn(line, line_no);
+  }
+}
+
 std::string join(const std::vector<std::string>& parts, std::string_view sep) {
   std::string out;
   for (std::size_t i = 0; i < parts.size(); ++i) {

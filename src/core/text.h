@@ -1,6 +1,7 @@
 // src/core/text.h: small text utilities shared by statistics, generators and renderers.
 #pragma once
 #include <cstddef>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -17,6 +18,9 @@ std::string ascii_lower(std::string_view s);
 //! Splits on a delimiter, trimming ASCII whitespace from each piece; empty pieces are kept.
 std::vector<std::string> split_trim(std::string_view s, char delim);
 std::string_view trim(std::string_view s);
+//! Calls `fn(line, line_no)` for every line of `text` that is not blank (line numbers count from 1 and include the
+//! blank lines), the loop every JSONL reader needs to name the line a bad record is on.
+void for_each_nonblank_line(std::string_view text, const std::function<void(std::string_view, std::size_t)>& fn);
 //! Joins with a separator.
 std::string join(const std::vector<std::string>& parts, std::string_view sep);
 

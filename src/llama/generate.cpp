@@ -5,6 +5,7 @@
 #include <torch/torch.h>
 
 #include <algorithm>
+#include <map>
 #include <set>
 
 #include "core/error.h"
@@ -33,6 +34,8 @@ Setup check_options(const LlamaModelImpl& model, const std::vector<std::vector<i
     throw UsageError("generate: sampling needs a positive temperature (use do_sample = false for greedy)");
   for (const auto& p : prompts)
     if (p.empty()) throw UsageError("generate: a prompt has no tokens (add at least BOS)");
+  if (!o.row_seeds.empty() && o.row_seeds.size() != prompts.size())
+    throw UsageError("generate: row_seeds must give one seed per prompt");
   Setup s;
   s.vocab = c.vocab_size;
   const auto& eos = o.eos_token_ids.empty() ? c.eos_token_ids : o.eos_token_ids;
@@ -76,20 +79,42 @@ std::vector<std::vector<Generation>> decode_single(LlamaModelImpl& model,
                                                    const GenerateOptions& o, const Setup& s) {
   const std::size_t n = prompts.size();
   std::vector<Generation> out(n);
-  std::vector<bool> done(n, false);
   std::vector<Rng> rngs;
-  for (std::size_t i = 0; i < n; ++i) rngs.emplace_back(derive_seed(o.seed, i));
+  for (std::size_t i = 0; i < n; ++i) rngs.emplace_back(o.row_seeds.empty() ? derive_seed(o.seed, i) : o.row_seeds.at(i));
   const WarpOptions warp{o.temperature, o.top_k, o.top_p};
-  auto [ids, mask] = left_pad(prompts, s.pad);
+  // Equal prompts (several samples of one prompt) are read once: the unique prompts fill the cache, then each row
+  // gets a copy of its prompt's keys and values.
+  std::vector<std::vector<int32_t>> unique;
+  std::vector<int64_t> source(n);
+  {
+    std::map<std::vector<int32_t>, int64_t> seen;
+    for (std::size_t i = 0; i < n; ++i) {
+      auto [it, fresh] = seen.emplace(prompts[i], static_cast<int64_t>(unique.size()));
+      if (fresh) unique.push_back(prompts[i]);
+      source[i] = it->second;
+    }
+  }
+  auto [ids, mask] = left_pad(unique, s.pad);
   KvCache cache(ids.size(1) + o.max_new_tokens);
   auto logits = model.forward(ids, mask, &cache, true);
+  if (unique.size() < n) {
+    auto rows = torch::tensor(source, torch::kInt64);
+    cache.select_rows(rows);
+    logits = logits.index_select(0, rows.to(logits.device()));
+  }
   std::vector<float> scores(static_cast<std::size_t>(s.vocab));
+  // Cache row r decodes prompt active[r]; rows whose prompt finished are dropped from the cache, so a batch of
+  // short and long outputs costs what its unfinished rows cost.
+  std::vector<std::size_t> active(n);
+  for (std::size_t i = 0; i < n; ++i) active[i] = i;
   for (int64_t step = 0; step < o.max_new_tokens; ++step) {
     const auto rows = cpu_rows(logits);
-    std::vector<int64_t> next(n, s.pad);
-    for (std::size_t i = 0; i < n; ++i) {
-      if (done[i]) continue;
-      std::span<const float> row(rows.data() + i * s.vocab, static_cast<std::size_t>(s.vocab));
+    std::vector<int64_t> next;
+    std::vector<int64_t> keep;
+    std::vector<std::size_t> still;
+    for (std::size_t r = 0; r < active.size(); ++r) {
+      const std::size_t i = active[r];
+      std::span<const float> row(rows.data() + r * s.vocab, static_cast<std::size_t>(s.vocab));
       std::vector<float> logprobs(row.begin(), row.end());
       log_softmax_inplace(logprobs);
       int64_t token;
@@ -103,13 +128,16 @@ std::vector<std::vector<Generation>> decode_single(LlamaModelImpl& model,
       out[i].score += logprobs[static_cast<std::size_t>(token)];
       if (s.eos.count(token)) {
         out[i].eos = true;
-        done[i] = true;
       } else {
         out[i].tokens.push_back(static_cast<int32_t>(token));
-        next[i] = token;
+        next.push_back(token);
+        keep.push_back(static_cast<int64_t>(r));
+        still.push_back(i);
       }
     }
-    if (std::all_of(done.begin(), done.end(), [](bool d) { return d; }) || step + 1 == o.max_new_tokens) break;
+    if (still.empty() || step + 1 == o.max_new_tokens) break;
+    if (still.size() < active.size()) cache.select_rows(torch::tensor(keep, torch::kInt64));
+    active = std::move(still);
     logits = model.forward(one_step_input(next), {}, &cache, true);
   }
   std::vector<std::vector<Generation>> result;
@@ -133,7 +161,7 @@ std::vector<std::vector<Generation>> run_beam_search(LlamaModelImpl& model,
   std::vector<Rng> rngs;
   for (int64_t i = 0; i < n; ++i) {
     hyps.emplace_back(beams, o.length_penalty, o.early_stopping);
-    rngs.emplace_back(derive_seed(o.seed, static_cast<uint64_t>(i)));
+    rngs.emplace_back(o.row_seeds.empty() ? derive_seed(o.seed, static_cast<uint64_t>(i)) : o.row_seeds.at(i));
   }
   std::vector<bool> done(static_cast<std::size_t>(n), false);
   // Only the first beam of each prompt is live at the start, so the first step picks distinct tokens.

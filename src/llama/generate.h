@@ -31,6 +31,7 @@ struct GenerateOptions {
   std::vector<int64_t> eos_token_ids;  //!< empty = the model config's
   int64_t pad_token_id = -1;           //!< padding and filler after EOS; -1 = config's pad, else the first EOS
   uint64_t seed = 0;                   //!< sampling: prompt i draws from Rng(derive_seed(seed, i)), batch-independent
+  std::vector<uint64_t> row_seeds;     //!< when set (one per prompt): prompt i draws from Rng(row_seeds[i]) instead
 };
 
 //! One generated continuation.

@@ -190,21 +190,27 @@ class AttentionImpl : public torch::nn::Module {
     o_proj = register_module("o_proj", Projection(heads_ * head_, c.hidden_size, o));
   }
 
-  //! allowed: [rows, 1, 1, new, total] bool, which keys each query may attend to.
+  //! blocked: [rows, 1, 1, new, total] bool, the keys each query must not attend to (padding, the future).
   torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
-                        const torch::Tensor& allowed, KvCache* cache, std::size_t layer) {
+                        const torch::Tensor& blocked, KvCache* cache, std::size_t layer) {
     const int64_t rows = x.size(0), n = x.size(1), groups = heads_ / kv_heads_;
     auto q = apply_rope(q_proj->forward(x).view({rows, n, heads_, head_}).transpose(1, 2), cos, sin);
     auto k = apply_rope(k_proj->forward(x).view({rows, n, kv_heads_, head_}).transpose(1, 2), cos, sin);
     auto v = v_proj->forward(x).view({rows, n, kv_heads_, head_}).transpose(1, 2);
     if (cache) std::tie(k, v) = cache->append(layer, k, v);
     const int64_t total = k.size(2);
+    const double scale = 1.0 / std::sqrt(static_cast<double>(head_));
+    // In float32 the queries are scaled before the product ([new, head] values instead of [new, total] scores, a
+    // pass over the largest tensor saved in training); in 16-bit types the scores are, as HF does, so the rounding
+    // is HF's.
+    const bool scale_queries = q.scalar_type() == torch::kFloat32;
+    if (scale_queries) q = q * scale;
     // The query heads of one key/value head share its keys: [rows, kv, groups·new, head] against [rows, kv, total,
     // head], no repeated copies of the keys (HF's repeat_kv gives the same numbers).
-    auto scores = torch::matmul(q.reshape({rows, kv_heads_, groups * n, head_}), k.transpose(-1, -2));
-    scores = (scores.view({rows, kv_heads_, groups, n, total}) / std::sqrt(static_cast<double>(head_)))
-                 .to(torch::kFloat32)
-                 .masked_fill(allowed.logical_not(), std::numeric_limits<float>::lowest());
+    auto scores = torch::matmul(q.reshape({rows, kv_heads_, groups * n, head_}), k.transpose(-1, -2))
+                      .view({rows, kv_heads_, groups, n, total});
+    if (!scale_queries) scores = (scores / std::sqrt(static_cast<double>(head_))).to(torch::kFloat32);
+    scores = scores.masked_fill(blocked, std::numeric_limits<float>::lowest());
     auto probs = torch::softmax(scores, -1).to(v.scalar_type());
     auto out = torch::matmul(probs.view({rows, kv_heads_, groups * n, total}), v);
     return o_proj->forward(out.view({rows, heads_, n, head_}).transpose(1, 2).reshape({rows, n, heads_ * head_}));
@@ -242,8 +248,8 @@ class DecoderLayerImpl : public torch::nn::Module {
         register_module("post_attention_layernorm", RmsNorm(c.hidden_size, c.rms_norm_eps, o));
   }
   torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
-                        const torch::Tensor& allowed, KvCache* cache, std::size_t layer) {
-    auto h = x + self_attn->forward(input_layernorm->forward(x), cos, sin, allowed, cache, layer);
+                        const torch::Tensor& blocked, KvCache* cache, std::size_t layer) {
+    auto h = x + self_attn->forward(input_layernorm->forward(x), cos, sin, blocked, cache, layer);
     return h + mlp->forward(post_attention_layernorm->forward(h));
   }
   Attention self_attn{nullptr};
@@ -336,12 +342,12 @@ torch::Tensor LlamaModelImpl::hidden_states(const torch::Tensor& input_ids, cons
   auto positions = (start + mask.to(torch::kInt64).cumsum(1) - 1).clamp_min(0);
   auto full_mask = cached ? torch::cat({cache->mask(), mask}, 1) : mask;
   auto causal = torch::ones({n, total}, full_mask.options()).tril(past);  // query i sees keys j <= past + i
-  auto allowed = (full_mask.unsqueeze(1) & causal.unsqueeze(0)).view({rows, 1, 1, n, total});
+  auto blocked = (full_mask.unsqueeze(1) & causal.unsqueeze(0)).logical_not().view({rows, 1, 1, n, total});
   auto cos_sin = rotary_cos_sin(positions);
   auto cos = cos_sin[0], sin = cos_sin[1];
 
   auto x = embed_tokens_->forward(ids);
-  for (std::size_t i = 0; i < layer_list_.size(); ++i) x = layer_list_[i]->forward(x, cos, sin, allowed, cache, i);
+  for (std::size_t i = 0; i < layer_list_.size(); ++i) x = layer_list_[i]->forward(x, cos, sin, blocked, cache, i);
   if (cache) cache->commit(mask);
   return norm_->forward(x);
 }

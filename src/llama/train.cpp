@@ -44,33 +44,47 @@ TokenBatch make_batch(const std::vector<SequencePair>& rows, int64_t pad_id, int
   return b;
 }
 
+LabelledPositions labelled_positions(LlamaModelImpl& model, const TokenBatch& batch) {
+  const int64_t rows = batch.input_ids.size(0), length = batch.input_ids.size(1);
+  const auto dev = model.device();
+  // position t predicts token t + 1; a labelled token at t + 1 makes t a scored position
+  auto scored = batch.loss_mask.narrow(1, 1, length - 1).to(torch::kCPU).contiguous();
+  auto where = scored.nonzero();  // [labels, 2]: row, t
+  auto row = where.select(1, 0).contiguous(), pos = where.select(1, 1).contiguous();
+  auto flat = (row * length + pos).to(dev);
+  auto tokens = batch.input_ids.to(torch::kCPU).index({row, pos + 1}).to(dev, torch::kInt64);
+  auto hidden = model.hidden_states(batch.input_ids, batch.attention_mask);
+  auto picked = hidden.reshape({rows * length, hidden.size(-1)}).index_select(0, flat);
+  return {torch::log_softmax(model.logits(picked), -1), tokens, row.to(dev)};
+}
+
 namespace {
 
-//! [rows, length-1]: log p(token_{t+1} | tokens_<=t), and the matching float loss mask.
-std::pair<torch::Tensor, torch::Tensor> token_logprobs(LlamaModelImpl& model, const TokenBatch& batch) {
+//! The log-probability of every labelled token and the row it belongs to.
+std::pair<torch::Tensor, torch::Tensor> labelled_logprobs(LlamaModelImpl& model, const TokenBatch& batch) {
+  LabelledPositions at = labelled_positions(model, batch);
+  return {at.log_probs.gather(1, at.tokens.unsqueeze(-1)).squeeze(-1), at.rows};
+}
+
+int64_t label_count(const TokenBatch& batch) {
   const int64_t length = batch.input_ids.size(1);
-  const auto dev = model.device();
-  auto logits = model.forward(batch.input_ids, batch.attention_mask);
-  auto logp = torch::log_softmax(logits.narrow(1, 0, length - 1), -1);
-  auto targets = batch.input_ids.narrow(1, 1, length - 1).to(dev, torch::kInt64);
-  auto picked = logp.gather(2, targets.unsqueeze(-1)).squeeze(-1);
-  auto mask = batch.loss_mask.narrow(1, 1, length - 1).to(dev, torch::kFloat32);
-  return {picked, mask};
+  return length < 2 ? 0 : batch.loss_mask.narrow(1, 1, length - 1).sum().item<int64_t>();
 }
 
 }  // namespace
 
 torch::Tensor sequence_logprobs(LlamaModelImpl& model, const TokenBatch& batch) {
-  if (batch.input_ids.size(1) < 2)
-    return torch::zeros({batch.input_ids.size(0)}, torch::TensorOptions().device(model.device()));
-  auto [logp, mask] = token_logprobs(model, batch);
-  return (logp * mask).sum(1);
+  auto sums = torch::zeros({batch.input_ids.size(0)}, torch::TensorOptions().device(model.device()));
+  if (label_count(batch) == 0) return sums;
+  auto [logp, row] = labelled_logprobs(model, batch);
+  return sums.index_add(0, row, logp);
 }
 
 torch::Tensor causal_lm_loss(LlamaModelImpl& model, const TokenBatch& batch) {
   if (batch.input_ids.size(1) < 2) throw UsageError("causal_lm_loss: rows need at least two tokens");
-  auto [logp, mask] = token_logprobs(model, batch);
-  return -(logp * mask).sum() / mask.sum().clamp_min(1.0);
+  // no label at all (every target cut off by max_length): a zero loss that backward() accepts
+  if (label_count(batch) == 0) return torch::zeros({}, torch::TensorOptions().device(model.device()).requires_grad(true));
+  return -labelled_logprobs(model, batch).first.mean();
 }
 
 torch::Tensor dpo_loss(const torch::Tensor& policy_chosen, const torch::Tensor& policy_rejected,

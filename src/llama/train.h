@@ -35,6 +35,16 @@ struct TokenBatch {
 TokenBatch make_batch(const std::vector<SequencePair>& rows, int64_t pad_id, int64_t max_length = 0,
                       Padding padding = Padding::kRight);
 
+//! The model's next-token distributions at the labelled positions of a batch. Only these positions go through
+//! lm_head and the softmax: a PUMA row is mostly prompt, whose logits training never needs, and at a small
+//! model's size the vocabulary projection and softmax would dominate the step.
+struct LabelledPositions {
+  torch::Tensor log_probs;  //!< [labels, vocab] float32 log-softmax of the logits that predict each labelled token
+  torch::Tensor tokens;     //!< [labels] int64: the labelled tokens
+  torch::Tensor rows;       //!< [labels] int64: the row each belongs to
+};
+LabelledPositions labelled_positions(LlamaModelImpl& model, const TokenBatch& batch);
+
 //! [rows] float32: Σ log p(token_t | tokens_<t) over the loss_mask positions of each row (DPO's sequence
 //! log-probabilities); differentiable unless called under NoGradGuard.
 torch::Tensor sequence_logprobs(LlamaModelImpl& model, const TokenBatch& batch);

@@ -88,6 +88,9 @@ struct ChatResponse {
   std::string problem;
   bool from_cache = false;  //!< replayed from the record/replay cache (cost $0)
   int attempts = 0;         //!< HTTP requests sent for this call (0 when replayed)
+  //! Raw-text completions asked for several samples ("n" in extra_body_json): the texts of the choices after the
+  //! first, in index order (the first is `message`).
+  std::vector<std::string> more_choices;
 };
 
 //! The model did not answer: the endpoint failed after the retries, refused the request (4xx), or answered

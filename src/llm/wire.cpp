@@ -1,5 +1,7 @@
 #include "llm/wire.h"
 
+#include <algorithm>
+
 #include "core/error.h"
 
 namespace pwab::llm {
@@ -169,6 +171,22 @@ std::string parse_completion_reply(const std::string& body, ChatResponse& out) {
   } catch (const DataError& e) {
     return std::string("choices[0]: ") + e.what();
   }
+  // n > 1: every choice, ordered by its "index" when the server gives one (vLLM does; the order may differ)
+  const json& choices = j["choices"];
+  std::vector<std::pair<int64_t, std::string>> texts;
+  for (std::size_t i = 0; i < choices.size(); ++i) {
+    const json& c = choices[i];
+    auto t = c.is_object() ? c.find("text") : c.end();
+    if (!c.is_object() || t == c.end() || !t->is_string())
+      return "choices[" + std::to_string(i) + "] has no 'text' string";
+    auto idx = c.find("index");
+    texts.emplace_back(idx != c.end() && idx->is_number_integer() ? idx->get<int64_t>() : static_cast<int64_t>(i),
+                       t->get<std::string>());
+  }
+  std::stable_sort(texts.begin(), texts.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  out.message = Message::assistant(texts[0].second);
+  out.more_choices.clear();
+  for (std::size_t i = 1; i < texts.size(); ++i) out.more_choices.push_back(texts[i].second);
   read_usage(j, out);
   return {};
 }
@@ -182,6 +200,7 @@ std::string response_to_json(const ChatResponse& r) {
             {"status", std::string(to_string(r.status))},
             {"problem", r.problem},
             {"attempts", r.attempts}};
+  if (!r.more_choices.empty()) j["more_choices"] = r.more_choices;
   return j.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
@@ -199,6 +218,13 @@ ChatResponse response_from_json(std::string_view text) {
   r.status = parse_reply_status(string_or_empty(j, "status"));
   r.problem = string_or_empty(j, "problem");
   r.attempts = static_cast<int>(int_or_zero(j, "attempts"));
+  if (auto more = j.find("more_choices"); more != j.end()) {
+    if (!more->is_array()) throw DataError("a cached chat response's 'more_choices' is not an array");
+    for (const json& t : *more) {
+      if (!t.is_string()) throw DataError("a cached chat response's 'more_choices' holds a non-string");
+      r.more_choices.push_back(t.get<std::string>());
+    }
+  }
   return r;
 }
 

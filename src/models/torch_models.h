@@ -10,6 +10,8 @@
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace pwab {
 namespace data {
@@ -30,6 +32,8 @@ namespace puma {
 struct PipelineContext;
 struct PipelineOptions;
 struct PipelineReport;
+struct GenerateConfig;
+struct TrainPair;
 }  // namespace puma
 
 namespace models {
@@ -55,15 +59,28 @@ struct TorchModels {
   //! embed::MiniLMEmbedder::load (embed/minilm.h).
   std::unique_ptr<embed::Embedder> (*load_minilm)(const std::filesystem::path& model_dir,
                                                   const embed::MiniLMOptions&) = nullptr;
-  //! puma::PumaModel::open + puma::local_chat_model, named `name` (puma/model.h).
-  LocalChatModel (*open_local_chat_model)(const std::filesystem::path& model_dir, const std::string& name) = nullptr;
+  //! puma::PumaModel::open (with a PEFT adapter when `adapter_dir` is not empty) + puma::local_chat_model, named
+  //! `name` (puma/model.h).
+  LocalChatModel (*open_local_chat_model)(const std::filesystem::path& model_dir,
+                                          const std::filesystem::path& adapter_dir, const std::string& name) = nullptr;
+  //! `pwab lm generate`: continuations of each prompt by the model (and adapter), PumaModel::generate.
+  std::vector<std::vector<std::string>> (*lm_generate)(const std::filesystem::path& model_dir,
+                                                       const std::filesystem::path& adapter_dir,
+                                                       const std::vector<std::string>& prompts,
+                                                       const puma::GenerateConfig& config) = nullptr;
+  //! `pwab lm score`: Σ log p(completion + EOS | prompt) of each pair and its token count.
+  std::vector<std::pair<double, int64_t>> (*lm_score)(const std::filesystem::path& model_dir,
+                                                      const std::filesystem::path& adapter_dir,
+                                                      const std::vector<puma::TrainPair>& pairs) = nullptr;
+  //! The model's description (PumaModel::describe) with the adapter, for the commands' output.
+  std::string (*lm_describe)(const std::filesystem::path& model_dir, const std::filesystem::path& adapter_dir) = nullptr;
   //! puma::run_pipeline (puma/pipeline.h).
   puma::PipelineReport (*run_puma_pipeline)(const puma::PipelineContext&, const puma::PipelineOptions&,
                                             const std::string& until) = nullptr;
 };
 
 //! Bumped whenever TorchModels changes.
-inline constexpr int kTorchModelsAbi = 1;
+inline constexpr int kTorchModelsAbi = 2;
 //! The symbol the plugin exports: `const TorchModels* pwab_torch_models()`.
 inline constexpr const char* kTorchModelsSymbol = "pwab_torch_models";
 

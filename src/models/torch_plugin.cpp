@@ -22,13 +22,36 @@ std::unique_ptr<embed::Embedder> load_minilm(const std::filesystem::path& dir, c
 
 double matmul_gflops() { return torch_matmul_gflops(); }
 
-LocalChatModel open_local_chat_model(const std::filesystem::path& dir, const std::string& name) {
-  std::shared_ptr<puma::PumaModel> model = puma::PumaModel::open(dir);
+LocalChatModel open_local_chat_model(const std::filesystem::path& dir, const std::filesystem::path& adapter,
+                                     const std::string& name) {
+  std::shared_ptr<puma::PumaModel> model = puma::PumaModel::open(dir, adapter);
   std::string description = model->describe();
+  if (!adapter.empty()) description += ", adapter " + adapter.string();
   return {std::shared_ptr<llm::ChatModel>(puma::local_chat_model(model, name)), std::move(description)};
 }
 
+std::vector<std::vector<std::string>> lm_generate(const std::filesystem::path& dir, const std::filesystem::path& adapter,
+                                                  const std::vector<std::string>& prompts,
+                                                  const puma::GenerateConfig& config) {
+  return puma::PumaModel::open(dir, adapter)->generate(prompts, config);
+}
+
+std::vector<std::pair<double, int64_t>> lm_score(const std::filesystem::path& dir, const std::filesystem::path& adapter,
+                                                 const std::vector<puma::TrainPair>& pairs) {
+  auto model = puma::PumaModel::open(dir, adapter);
+  std::vector<double> lp = model->target_logprobs(pairs);
+  std::vector<std::pair<double, int64_t>> out;
+  for (std::size_t i = 0; i < pairs.size(); ++i)
+    out.emplace_back(lp[i], static_cast<int64_t>(model->tokenizer().encode(pairs[i].target, false, false).size()) + 1);
+  return out;
+}
+
+std::string lm_describe(const std::filesystem::path& dir, const std::filesystem::path& adapter) {
+  return puma::PumaModel::open(dir, adapter)->describe();
+}
+
 const TorchModels kModels = [] {
+  torch_tune_allocator();  // once, when the plugin loads
   TorchModels m;
   m.abi = kTorchModelsAbi;
   m.size = sizeof(TorchModels);
@@ -38,6 +61,9 @@ const TorchModels kModels = [] {
   m.load_minilm = &load_minilm;
   m.open_local_chat_model = &open_local_chat_model;
   m.run_puma_pipeline = &puma::run_pipeline;
+  m.lm_generate = &lm_generate;
+  m.lm_score = &lm_score;
+  m.lm_describe = &lm_describe;
   return m;
 }();
 

@@ -13,6 +13,8 @@
 #include "core/hash.h"
 #include "core/rng.h"
 #include "core/sys.h"
+#include "core/text.h"
+#include "core/torch_runtime.h"
 #include "llama/config.h"
 #include "llama/generate.h"
 #include "llama/lora.h"
@@ -41,6 +43,21 @@ void copy_tokenizer_files(const fs::path& from_dir, const fs::path& to_dir) {
     if (fs::exists(from_dir / name)) fs::copy_file(from_dir / name, to_dir / name, fs::copy_options::overwrite_existing);
 }
 
+// A DPO row pair: the prompt cut so that neither response is (options.max_prompt_length, then max_length).
+struct EncodedPreference {
+  llama::SequencePair chosen, rejected;
+  bool prompt_cut = false;
+};
+
+std::vector<int32_t> cut_prompt(const std::vector<int32_t>& prompt, std::size_t keep, PromptTruncation how) {
+  if (prompt.size() <= keep) return prompt;
+  keep = std::max<std::size_t>(keep, 1);
+  if (how == PromptTruncation::kKeepStart) return {prompt.begin(), prompt.begin() + static_cast<std::ptrdiff_t>(keep)};
+  std::vector<int32_t> out{prompt.front()};  // the BOS token stays
+  out.insert(out.end(), prompt.end() - static_cast<std::ptrdiff_t>(keep - 1), prompt.end());
+  return out;
+}
+
 }  // namespace
 
 struct PumaModel::Impl {
@@ -62,6 +79,21 @@ struct PumaModel::Impl {
     out.reserve(pairs.size());
     for (const TrainPair& p : pairs) out.push_back({prompt_ids(p.prompt), target_ids(p.target)});
     return out;
+  }
+  // The prompt cut so that neither response is: to options.max_prompt_length, then to fit max_length.
+  EncodedPreference encode_preference(const PreferenceExample& p, const TrainOptions& options) const {
+    std::vector<int32_t> prompt = prompt_ids(p.prompt);
+    std::vector<int32_t> c = target_ids(p.chosen), r = target_ids(p.rejected);
+    std::size_t budget = prompt.size();
+    if (options.max_prompt_length > 0) budget = std::min<std::size_t>(budget, options.max_prompt_length);
+    const std::size_t longest = std::max(c.size(), r.size()), max_length = static_cast<std::size_t>(options.max_length);
+    if (options.max_length > 0 && budget + longest > max_length) budget = max_length > longest ? max_length - longest : 1;
+    EncodedPreference e;
+    e.prompt_cut = budget < prompt.size();
+    prompt = cut_prompt(prompt, budget, options.prompt_truncation);
+    e.chosen = {prompt, std::move(c)};
+    e.rejected = {std::move(prompt), std::move(r)};
+    return e;
   }
   int64_t pad_id() const { return tokenizer->pad_id() >= 0 ? tokenizer->pad_id() : tokenizer->eos_id(); }
   llama::TokenBatch batch(const std::vector<llama::SequencePair>& rows, int max_length) const {
@@ -103,10 +135,17 @@ std::unique_ptr<PumaModel> PumaModel::create_tiny(const fs::path& tokenizer_dir,
   impl->tokenizer = tok::load_tokenizer(tokenizer_dir);
   impl->tokenizer_dir = tokenizer_dir;
   llama::LlamaConfig config = llama::tiny_config(impl->tokenizer->vocab_size());
+  config.hidden_size = tiny.shape.hidden;
+  config.num_hidden_layers = tiny.shape.layers;
+  config.num_attention_heads = tiny.shape.heads;
+  config.num_key_value_heads = tiny.shape.kv_heads;
+  config.intermediate_size = tiny.shape.ffn;
+  config.tie_word_embeddings = tiny.shape.tie_embeddings;
   config.bos_token_id = impl->tokenizer->bos_id();
   config.eos_token_ids = {impl->tokenizer->eos_id()};
   config.max_position_embeddings = 2048;
   impl->model = llama::create_model(config, tiny.seed, torch::TensorOptions().dtype(impl->dtype).device(impl->device));
+  torch_init_threads(0);  // as load_model does: Debian's libtorch may detect one core and train single-threaded
   return std::unique_ptr<PumaModel>(new PumaModel(std::move(impl)));
 }
 
@@ -136,23 +175,39 @@ std::vector<std::vector<std::string>> PumaModel::generate(const std::vector<std:
   go.top_k = config.top_k;
   go.num_beams = config.num_beams;
   go.seed = config.seed;
-  std::vector<std::vector<std::string>> out;
   impl_->last_prompt_tokens = impl_->last_generated_tokens = 0;
+  if (!config.prompt_seeds.empty() && config.prompt_seeds.size() != prompts.size())
+    throw UsageError("generate: prompt_seeds must give one seed per prompt");
+  std::vector<std::vector<int32_t>> all_ids;
+  for (const std::string& p : prompts) {
+    all_ids.push_back(impl_->prompt_ids(p));
+    impl_->last_prompt_tokens += static_cast<int64_t>(all_ids.back().size());
+  }
+  // Greedy batches hold prompts of similar length (less padding, and similar outputs finish together); sampled
+  // ones keep the given order, so that a prompt's draws depend on its position only.
+  std::vector<std::size_t> order(prompts.size());
+  std::iota(order.begin(), order.end(), 0);
+  if (!config.sample && config.num_beams <= 1)
+    std::stable_sort(order.begin(), order.end(),
+                     [&](std::size_t a, std::size_t b) { return all_ids[a].size() < all_ids[b].size(); });
+  std::vector<std::vector<std::string>> out(prompts.size());
   const std::size_t step = static_cast<std::size_t>(std::max(1, config.batch_size));
   for (std::size_t start = 0; start < prompts.size(); start += step) {
     std::vector<std::vector<int32_t>> ids;
-    for (std::size_t i = start; i < std::min(prompts.size(), start + step); ++i) {
-      ids.push_back(impl_->prompt_ids(prompts[i]));
-      impl_->last_prompt_tokens += static_cast<int64_t>(ids.back().size());
-    }
-    go.seed = derive_seed(config.seed, start);  // a prompt's draws do not depend on the batch it is in
+    for (std::size_t i = start; i < std::min(prompts.size(), start + step); ++i) ids.push_back(all_ids[order[i]]);
+    go.seed = derive_seed(config.seed, start);  // row i of this batch draws from derive_seed(go.seed, i)
+    go.row_seeds.clear();
+    if (!config.prompt_seeds.empty())
+      for (std::size_t i = start; i < std::min(prompts.size(), start + step); ++i)
+        go.row_seeds.push_back(config.prompt_seeds.at(order[i]));
+    std::size_t i = start;
     for (auto& candidates : llama::generate(*impl_->model, ids, go)) {
       std::vector<std::string> texts;
       for (const llama::Generation& g : candidates) {
         impl_->last_generated_tokens += static_cast<int64_t>(g.tokens.size());
         texts.push_back(impl_->tokenizer->decode(g.tokens, true));
       }
-      out.push_back(std::move(texts));
+      out[order[i++]] = std::move(texts);
     }
   }
   return out;
@@ -169,16 +224,54 @@ double PumaModel::loss(const std::vector<TrainPair>& pairs, int max_length) {
     std::vector<llama::SequencePair> chunk(rows.begin() + static_cast<std::ptrdiff_t>(i),
                                            rows.begin() + static_cast<std::ptrdiff_t>(std::min(rows.size(), i + 8)));
     llama::TokenBatch b = impl_->batch(chunk, max_length);
-    int64_t n = b.loss_mask.sum().item<int64_t>();
+    int64_t n = b.loss_mask.narrow(1, 1, b.loss_mask.size(1) - 1).sum().item<int64_t>();
+    if (n == 0) continue;
     total += llama::causal_lm_loss(*impl_->model, b).item<double>() * static_cast<double>(n);
     tokens += n;
   }
   return tokens ? total / static_cast<double>(tokens) : -1;
 }
 
+std::vector<double> PumaModel::target_logprobs(const std::vector<TrainPair>& pairs) {
+  torch::NoGradGuard no_grad;
+  impl_->model->eval();
+  std::vector<double> out;
+  for (const llama::SequencePair& row : impl_->encode_pairs(pairs))
+    out.push_back(llama::sequence_logprobs(*impl_->model, impl_->batch({row}, 0))[0].item<double>());
+  return out;
+}
+
+std::vector<float> PumaModel::logits(const std::string& text, int64_t* vocab) {
+  torch::NoGradGuard no_grad;
+  impl_->model->eval();
+  std::vector<int32_t> ids = impl_->prompt_ids(text);
+  auto input = torch::tensor(std::vector<int64_t>(ids.begin(), ids.end())).unsqueeze(0);
+  auto out = impl_->model->forward(input).squeeze(0).to(torch::kCPU, torch::kFloat32).contiguous();
+  if (vocab) *vocab = out.size(1);
+  return std::vector<float>(out.data_ptr<float>(), out.data_ptr<float>() + out.numel());
+}
+
+std::unique_ptr<PumaModel> PumaModel::copy() const {
+  auto impl = std::make_unique<Impl>();
+  impl->tokenizer = impl_->tokenizer;
+  impl->tokenizer_dir = impl_->tokenizer_dir;
+  impl->device = impl_->device;
+  impl->dtype = impl_->dtype;
+  impl->model = llama::LlamaModel(impl_->model->config(), torch::TensorOptions().dtype(impl->dtype).device(impl->device));
+  {
+    torch::NoGradGuard no_grad;
+    auto from = impl_->model->checkpoint_weights();
+    auto to = impl->model->checkpoint_weights();
+    for (std::size_t i = 0; i < from.size(); ++i) to[i].second.copy_(from[i].second);
+  }
+  llama::set_base_trainable(*impl->model, false);
+  impl->model->eval();
+  return std::unique_ptr<PumaModel>(new PumaModel(std::move(impl)));
+}
+
 namespace {
 
-// The trainable tensors and how to finish: a LoRA adapter merged at the end, or every weight.
+// The trainable tensors and how to finish: a LoRA adapter saved and merged at the end, or every weight.
 struct Trainables {
   std::unique_ptr<llama::LoraAdapter> adapter;
   std::vector<std::pair<std::string, torch::Tensor>> named;
@@ -191,8 +284,9 @@ Trainables make_trainables(llama::LlamaModel& model, const TrainOptions& o) {
     llama::LoraConfig lc;
     lc.r = o.lora_r;
     lc.alpha = o.lora_alpha;
-    lc.modules_to_save = llama::kPumaModulesToSave;
+    if (o.lora_modules_to_save) lc.modules_to_save = llama::kPumaModulesToSave;
     lc.seed = o.seed;
+    lc.base_model_name_or_path = o.adapter_base_model;
     t.adapter = llama::LoraAdapter::attach(model, lc);
     t.named = t.adapter->named_parameters();
   } else {
@@ -203,33 +297,119 @@ Trainables make_trainables(llama::LlamaModel& model, const TrainOptions& o) {
   return t;
 }
 
-void finish_trainables(llama::LlamaModel& model, Trainables& t) {
-  if (t.adapter) t.adapter->merge();
+void finish_trainables(llama::LlamaModel& model, Trainables& t, const TrainOptions& o) {
+  if (t.adapter) {
+    if (!o.adapter_dir.empty()) t.adapter->save(o.adapter_dir);
+    t.adapter->merge();
+  }
   llama::set_base_trainable(*model, false);
 }
 
 // The order rows are visited in during an epoch: a fixed shuffle per (seed, epoch), so a resume sees the same order.
-std::vector<std::size_t> epoch_order(std::size_t n, uint64_t seed, int64_t epoch) {
+// With group_by_length, transformers' mega-batches: the shuffle is cut into runs of 50 batches, each run is sorted
+// by length (longest first) and cut into batches, and the full batches are shuffled (a last partial batch stays last).
+std::vector<std::size_t> epoch_order(const std::vector<int64_t>& lengths, const TrainOptions& o, int64_t epoch) {
+  const std::size_t n = lengths.size();
   std::vector<std::size_t> order(n);
   std::iota(order.begin(), order.end(), 0);
-  Rng rng(derive_seed(seed, static_cast<uint64_t>(epoch)));
+  Rng rng(derive_seed(o.seed, static_cast<uint64_t>(epoch)));
   for (std::size_t i = n; i > 1; --i) std::swap(order[i - 1], order[rng.below(i)]);
+  if (!o.group_by_length || o.batch_size < 2) return order;
+  const std::size_t batch = static_cast<std::size_t>(o.batch_size), mega = 50 * batch;
+  for (std::size_t start = 0; start < n; start += mega) {
+    auto first = order.begin() + static_cast<std::ptrdiff_t>(start);
+    auto last = order.begin() + static_cast<std::ptrdiff_t>(std::min(n, start + mega));
+    std::stable_sort(first, last, [&](std::size_t a, std::size_t b) { return lengths[a] > lengths[b]; });
+  }
+  std::vector<std::vector<std::size_t>> batches;
+  for (std::size_t start = 0; start < n; start += batch)
+    batches.emplace_back(order.begin() + static_cast<std::ptrdiff_t>(start),
+                         order.begin() + static_cast<std::ptrdiff_t>(std::min(n, start + batch)));
+  const std::size_t full = n / batch;
+  for (std::size_t i = full; i > 1; --i) std::swap(batches[i - 1], batches[rng.below(i)]);
+  order.clear();
+  for (const auto& b : batches) order.insert(order.end(), b.begin(), b.end());
   return order;
 }
 
-// One generic loop for SFT and DPO: `micro_loss(rows)` returns the loss of a micro-batch of row indices and the
-// tokens it covered.
-using MicroLoss = std::function<std::pair<torch::Tensor, int64_t>(const std::vector<std::size_t>& rows)>;
+// One micro-batch's loss, the tokens it covered, and its preference statistics (DPO; zeros for SFT).
+struct MicroResult {
+  torch::Tensor loss;
+  int64_t tokens = 0;
+  PreferenceStats prefs{};
+};
+using MicroLoss = std::function<MicroResult(const std::vector<std::size_t>& rows)>;
+// An evaluation point: the loss on the evaluation rows (all of them when `all`), and DPO statistics.
+struct EvalResult {
+  double loss = -1;
+  PreferenceStats prefs{};
+  bool have_prefs = false;
+};
+using Evaluate = std::function<EvalResult(bool all)>;
 
-TrainReport train_loop(llama::LlamaModel& model, Trainables& t, std::size_t n_rows, const MicroLoss& micro_loss,
+// The loss curve: one JSON object a line in work_dir/curve.jsonl. A resumed run drops the points past its
+// checkpoint first, so no point is counted twice.
+class Curve {
+ public:
+  Curve(fs::path file, bool dpo) : file_(std::move(file)), dpo_(dpo) {}
+  void resume_at(int64_t step) {
+    if (!fs::exists(file_)) return;
+    std::string kept;
+    const std::string text = read_file(file_);
+    for_each_nonblank_line(text, [&](std::string_view line, std::size_t) {
+      auto j = nlohmann::json::parse(line, nullptr, false);
+      if (!j.is_discarded() && j.is_object() && j.value("step", int64_t{0}) <= step) kept += std::string(line) + "\n";
+    });
+    write_file_atomic(file_, kept);
+  }
+  void start_fresh() {
+    if (fs::exists(file_)) fs::remove(file_);
+  }
+  void add(nlohmann::json point, const PreferenceStats* prefs) {
+    if (dpo_ && prefs) {
+      point["margin"] = prefs->margin;
+      point["accuracy"] = prefs->accuracy;
+      point["chosen_reward"] = prefs->chosen_reward;
+      point["rejected_reward"] = prefs->rejected_reward;
+      if (point.value("kind", "") == "eval") point["kl"] = prefs->kl;
+    }
+    append_file(file_, point.dump() + "\n");
+  }
+
+ private:
+  fs::path file_;
+  bool dpo_;
+};
+
+// Running means of a window of micro-batches.
+struct Window {
+  double loss = 0, margin = 0, accuracy = 0, chosen = 0, rejected = 0;
+  int64_t n = 0, tokens = 0;
+  void add(double l, const MicroResult& r) {
+    loss += l, margin += r.prefs.margin, accuracy += r.prefs.accuracy;
+    chosen += r.prefs.chosen_reward, rejected += r.prefs.rejected_reward;
+    ++n, tokens += r.tokens;
+  }
+  PreferenceStats prefs() const {
+    const double d = static_cast<double>(std::max<int64_t>(1, n));
+    return {loss / d, margin / d, accuracy / d, chosen / d, rejected / d, 0};
+  }
+  double mean_loss() const { return loss / static_cast<double>(std::max<int64_t>(1, n)); }
+};
+
+// One generic loop for SFT and DPO.
+TrainReport train_loop(const std::string& phase, llama::LlamaModel& model, Trainables& t,
+                       const std::vector<int64_t>& lengths, const MicroLoss& micro_loss, const Evaluate& evaluate,
                        const fs::path& work_dir, const TrainOptions& o) {
   TrainReport report;
   fs::create_directories(work_dir);
+  const std::size_t n_rows = lengths.size();
   const fs::path checkpoint = work_dir / "checkpoint.pt";
   const int64_t per_epoch_micro = static_cast<int64_t>((n_rows + o.batch_size - 1) / o.batch_size);
   const int64_t per_epoch_steps = (per_epoch_micro + o.accumulation_steps - 1) / o.accumulation_steps;
   const int64_t total_steps = std::max<int64_t>(1, per_epoch_steps * o.epochs);
   const int64_t warmup = static_cast<int64_t>(o.warmup_ratio * static_cast<double>(total_steps));
+  Curve curve(work_dir / "curve.jsonl", phase == "dpo");
 
   torch::optim::AdamW optimizer(t.tensors, llama::hf_adamw_options(o.learning_rate));
   llama::AccumulationOptions ao;
@@ -241,6 +421,9 @@ TrainReport train_loop(llama::LlamaModel& model, Trainables& t, std::size_t n_ro
     state = llama::load_checkpoint(checkpoint, t.named, optimizer);
     acc.restore(state.micro_step, state.optimizer_step);
     report.resumed = true;
+    curve.resume_at(state.optimizer_step);
+  } else {
+    curve.start_fresh();
   }
   auto save = [&](int64_t epoch) {
     state.epoch = epoch;
@@ -248,66 +431,103 @@ TrainReport train_loop(llama::LlamaModel& model, Trainables& t, std::size_t n_ro
     state.optimizer_step = acc.optimizer_steps();
     llama::save_checkpoint(checkpoint, t.named, optimizer, state);
   };
+  auto lr_now = [&] { return o.learning_rate * llama::linear_schedule(acc.optimizer_steps(), warmup, total_steps); };
+  auto eval_point = [&](int64_t epoch, bool all) {
+    EvalResult e = evaluate(all);
+    if (e.loss < 0 && !e.have_prefs) return e;
+    curve.add({{"step", acc.optimizer_steps()}, {"epoch", epoch}, {"kind", "eval"}, {"loss", e.loss}},
+              e.have_prefs ? &e.prefs : nullptr);
+    model->train();
+    return e;
+  };
+  if (!report.resumed && o.eval_every > 0) eval_point(0, false);  // where training starts from
   model->train();
   auto start = Clock::now();
   auto last_report = start;
-  double window_loss = 0, epoch_loss = 0;
-  int64_t window_n = 0, window_tokens = 0, epoch_n = 0;
+  Window window, log_window;
+  double epoch_loss = 0;
+  int64_t epoch_n = 0;
+  auto stop = [&](int64_t epoch) {
+    save(epoch);
+    report.cancelled = true;
+    report.steps = acc.optimizer_steps();
+    return report;
+  };
   for (int64_t epoch = state.epoch; epoch < o.epochs; ++epoch) {
-    std::vector<std::size_t> order = epoch_order(n_rows, o.seed, epoch);
+    std::vector<std::size_t> order = epoch_order(lengths, o, epoch);
     const int64_t done_in_epoch = acc.micro_steps() - epoch * per_epoch_micro;  // > 0 only right after a resume
     epoch_loss = 0;
     epoch_n = 0;
     for (int64_t m = std::max<int64_t>(0, done_in_epoch); m < per_epoch_micro; ++m) {
-      if (o.cancel && o.cancel->load()) {
-        save(epoch);
-        report.cancelled = true;
-        report.steps = acc.optimizer_steps();
-        return report;
-      }
+      if (o.cancel && o.cancel->load()) return stop(epoch);
       std::vector<std::size_t> rows;
       for (int64_t k = m * o.batch_size; k < std::min<int64_t>((m + 1) * o.batch_size, static_cast<int64_t>(n_rows)); ++k)
         rows.push_back(order[static_cast<std::size_t>(k)]);
-      llama::set_learning_rate(optimizer,
-                               o.learning_rate * llama::linear_schedule(acc.optimizer_steps(), warmup, total_steps));
-      auto [loss, tokens] = micro_loss(rows);
-      const double value = loss.item<double>();
-      const bool stepped = acc.backward(loss);
-      window_loss += value, epoch_loss += value;
-      ++window_n, ++epoch_n;
-      window_tokens += tokens;
-      if (stepped && o.checkpoint_every > 0 && acc.optimizer_steps() % o.checkpoint_every == 0) save(epoch);
-      if (stepped && o.stop_after_steps > 0 && acc.optimizer_steps() >= o.stop_after_steps) {
-        save(epoch);
-        report.cancelled = true;
-        report.steps = acc.optimizer_steps();
-        return report;
+      llama::set_learning_rate(optimizer, lr_now());
+      MicroResult r = micro_loss(rows);
+      const double value = r.loss.item<double>();
+      const bool stepped = acc.backward(r.loss) || (m + 1 == per_epoch_micro && acc.flush());
+      window.add(value, r), log_window.add(value, r);
+      epoch_loss += value, ++epoch_n;
+      report.tokens += r.tokens;
+      if (!stepped) continue;
+      const int64_t step = acc.optimizer_steps();
+      if (o.log_every > 0 && step % o.log_every == 0) {
+        const double secs = std::chrono::duration<double>(Clock::now() - start).count();
+        PreferenceStats p = log_window.prefs();
+        curve.add({{"step", step}, {"epoch", epoch}, {"kind", "train"}, {"loss", log_window.mean_loss()},
+                   {"lr", lr_now()}, {"grad_norm", acc.last_grad_norm()},
+                   {"tokens_per_s", static_cast<double>(report.tokens) / std::max(1e-9, secs)}},
+                  &p);
+        log_window = Window{};
       }
+      if (o.eval_every > 0 && step % o.eval_every == 0 && step < total_steps) eval_point(epoch, false);
+      if (o.checkpoint_every > 0 && step % o.checkpoint_every == 0) save(epoch);
+      if (o.stop_after_steps > 0 && step >= o.stop_after_steps) return stop(epoch);
       auto now = Clock::now();
-      if (o.on_progress && (stepped || m + 1 == per_epoch_micro) &&
-          std::chrono::duration<double>(now - last_report).count() > 0.5) {
+      if (o.on_progress && std::chrono::duration<double>(now - last_report).count() > 0.5) {
         double secs = std::chrono::duration<double>(now - last_report).count();
-        o.on_progress({acc.optimizer_steps(), total_steps, epoch, window_loss / std::max<int64_t>(1, window_n),
-                       static_cast<double>(window_tokens) / std::max(1e-9, secs),
-                       o.learning_rate * llama::linear_schedule(acc.optimizer_steps(), warmup, total_steps)});
+        o.on_progress({phase, step, total_steps, epoch, window.mean_loss(),
+                       static_cast<double>(window.tokens) / std::max(1e-9, secs), lr_now()});
         last_report = now;
-        window_loss = 0, window_n = 0, window_tokens = 0;
+        window = Window{};
       }
     }
-    acc.flush();
     save(epoch + 1);
   }
-  model->eval();
   report.steps = acc.optimizer_steps();
   report.train_loss = epoch_n ? epoch_loss / static_cast<double>(epoch_n) : 0;
   report.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  report.tokens_per_s = static_cast<double>(report.tokens) / std::max(1e-9, report.seconds);
+  model->eval();
+  EvalResult e = eval_point(o.epochs, true);
+  report.eval_loss = e.loss;
+  report.eval_preferences = e.prefs;
+  report.have_eval_preferences = e.have_prefs;
+  model->eval();
   return report;
 }
 
 void check_train_options(const TrainOptions& o) {
-  if (o.epochs < 0 || o.batch_size < 1 || o.accumulation_steps < 1 || o.learning_rate <= 0 || o.max_length < 8)
-    throw UsageError("training options: epochs ≥ 0, batch size ≥ 1, accumulation ≥ 1, learning rate > 0 and "
-                     "max length ≥ 8 are required");
+  if (o.epochs < 0 || o.batch_size < 1 || o.accumulation_steps < 1 || o.learning_rate <= 0 || o.max_length < 8 ||
+      o.max_prompt_length < 0 || o.lora_r < 1 || o.lora_alpha <= 0 || o.dpo_beta <= 0 || o.rpo_alpha < 0)
+    throw UsageError("training options: epochs ≥ 0, batch size ≥ 1, accumulation ≥ 1, learning rate > 0, max length "
+                     "≥ 8, max prompt length ≥ 0, LoRA r ≥ 1 and alpha > 0, beta > 0 and rpo alpha ≥ 0 are required");
+}
+
+// At most `limit` rows spread evenly over `rows` (all when limit is 0): an intermediate evaluation point that sees
+// every kind of example the evaluation set holds.
+template <typename T>
+std::vector<T> spread_subset(const std::vector<T>& rows, int limit) {
+  if (limit <= 0 || rows.size() <= static_cast<std::size_t>(limit)) return rows;
+  std::vector<T> out;
+  for (std::size_t i = 0; i < static_cast<std::size_t>(limit); ++i) out.push_back(rows[i * rows.size() / limit]);
+  return out;
+}
+
+int64_t row_length(const llama::SequencePair& row, int max_length) {
+  const auto n = static_cast<int64_t>(row.prompt.size() + row.target.size());
+  return max_length > 0 ? std::min<int64_t>(n, max_length) : n;
 }
 
 }  // namespace
@@ -316,40 +536,109 @@ TrainReport PumaModel::sft(const std::vector<TrainPair>& train, const std::vecto
                            const fs::path& work_dir, const TrainOptions& options) {
   check_train_options(options);
   if (train.empty()) throw UsageError("sft: no training pairs");
+  TrainReport report;
+  if (options.epochs == 0) {  // no SFT: the model stays as it is
+    report.eval_loss = loss(eval, options.max_length);
+    return report;
+  }
   std::vector<llama::SequencePair> rows = impl_->encode_pairs(train);
+  std::vector<int64_t> lengths;
+  for (const auto& r : rows) lengths.push_back(row_length(r, options.max_length));
   Trainables t = make_trainables(impl_->model, options);
   MicroLoss micro = [&](const std::vector<std::size_t>& idx) {
     std::vector<llama::SequencePair> chunk;
     for (std::size_t i : idx) chunk.push_back(rows[i]);
     llama::TokenBatch b = impl_->batch(chunk, options.max_length);
-    return std::pair{llama::causal_lm_loss(*impl_->model, b), b.attention_mask.sum().item<int64_t>()};
+    return MicroResult{llama::causal_lm_loss(*impl_->model, b), b.attention_mask.sum().item<int64_t>()};
   };
-  TrainReport report = train_loop(impl_->model, t, rows.size(), micro, work_dir, options);
+  Evaluate evaluate = [&](bool all) {
+    EvalResult e;
+    if (eval.empty()) return e;
+    e.loss = loss(all ? eval : spread_subset(eval, options.eval_limit), options.max_length);
+    return e;
+  };
+  report = train_loop("sft", impl_->model, t, lengths, micro, evaluate, work_dir, options);
+  for (const auto& r : rows) report.truncated_rows += row_length(r, 0) > options.max_length;
   if (report.cancelled) {
     if (t.adapter) t.adapter->detach();
     return report;
   }
-  finish_trainables(impl_->model, t);
-  report.eval_loss = loss(eval, options.max_length);
+  finish_trainables(impl_->model, t, options);
   return report;
 }
 
-TrainReport PumaModel::dpo(const std::vector<PreferenceExample>& pairs, const fs::path& work_dir,
-                           const TrainOptions& options) {
+PreferenceStats PumaModel::preference_stats(const std::vector<PreferenceExample>& pairs, PumaModel& reference,
+                                            const TrainOptions& options) {
+  return preference_stats_impl(pairs, &reference, {}, options);
+}
+
+PreferenceStats PumaModel::preference_stats_impl(const std::vector<PreferenceExample>& pairs, PumaModel* reference,
+                                                 const std::function<void(bool)>& use_reference,
+                                                 const TrainOptions& options) {
+  PreferenceStats s;
+  if (pairs.empty()) return s;
+  torch::NoGradGuard no_grad;
+  const bool was_training = impl_->model->is_training();
+  impl_->model->eval();
+  double kl_sum = 0;
+  int64_t kl_n = 0;
+  for (const PreferenceExample& p : pairs) {
+    EncodedPreference e = impl_->encode_preference(p, options);
+    llama::TokenBatch b = impl_->batch({e.chosen, e.rejected}, 0);
+    llama::LabelledPositions pol = llama::labelled_positions(*impl_->model, b);
+    llama::LabelledPositions ref;
+    if (reference) {
+      ref = llama::labelled_positions(*reference->impl_->model, b);
+    } else {
+      use_reference(true);
+      ref = llama::labelled_positions(*impl_->model, b);
+      use_reference(false);
+    }
+    auto sums = [](const llama::LabelledPositions& at) {
+      auto picked = at.log_probs.gather(1, at.tokens.unsqueeze(-1)).squeeze(-1);
+      return torch::zeros({2}, picked.options()).index_add(0, at.rows, picked);
+    };
+    auto pol_lp = sums(pol), ref_lp = sums(ref);
+    const double dc = (pol_lp[0] - ref_lp[0]).item<double>(), dr = (pol_lp[1] - ref_lp[1]).item<double>();
+    const double margin = dc - dr;
+    s.margin += margin;
+    s.accuracy += margin > 0 ? 1.0 : 0.0;
+    s.chosen_reward += options.dpo_beta * dc;
+    s.rejected_reward += options.dpo_beta * dr;
+    s.loss += std::log1p(std::exp(-options.dpo_beta * margin));  // −log σ(β · margin)
+    auto kl = (pol.log_probs.exp() * (pol.log_probs - ref.log_probs)).sum(-1);
+    kl_sum += kl.sum().item<double>();
+    kl_n += kl.size(0);
+  }
+  const double n = static_cast<double>(pairs.size());
+  s.loss /= n, s.margin /= n, s.accuracy /= n, s.chosen_reward /= n, s.rejected_reward /= n;
+  s.kl = kl_n ? kl_sum / static_cast<double>(kl_n) : 0;
+  if (was_training) impl_->model->train();
+  return s;
+}
+
+TrainReport PumaModel::dpo(const std::vector<PreferenceExample>& pairs, const std::vector<PreferenceExample>& eval,
+                           const fs::path& work_dir, const TrainOptions& options) {
   check_train_options(options);
   if (pairs.empty()) throw UsageError("dpo: no preference pairs");
   fs::create_directories(work_dir);
-  std::vector<llama::SequencePair> chosen, rejected;
+  TrainReport report;
+  std::vector<EncodedPreference> rows;
+  std::vector<int64_t> lengths;
   std::string fingerprint;
   for (const PreferenceExample& p : pairs) {
-    std::vector<int32_t> prompt = impl_->prompt_ids(p.prompt);
-    chosen.push_back({prompt, impl_->target_ids(p.chosen)});
-    rejected.push_back({prompt, impl_->target_ids(p.rejected)});
+    EncodedPreference e = impl_->encode_preference(p, options);
+    report.truncated_rows += e.prompt_cut;
+    lengths.push_back(static_cast<int64_t>(e.chosen.prompt.size() +
+                                           std::max(e.chosen.target.size(), e.rejected.target.size())));
+    rows.push_back(std::move(e));
     fingerprint += p.prompt + '\x1f' + p.chosen + '\x1f' + p.rejected + '\x1e';
   }
   // The frozen reference: this model before training, its log-probabilities computed once and cached.
   const fs::path ref_file = work_dir / "reference_logprobs.json";
-  const std::string key = to_hex(hash_bytes(fingerprint)) + "/" + std::to_string(options.max_length);
+  const std::string key = to_hex(hash_bytes(fingerprint)) + "/" + std::to_string(options.max_length) + "/" +
+                          std::to_string(options.max_prompt_length) + "/" +
+                          (options.prompt_truncation == PromptTruncation::kKeepEnd ? "end" : "start");
   std::vector<double> ref_c, ref_r;
   if (fs::exists(ref_file)) {
     nlohmann::json j = nlohmann::json::parse(read_file(ref_file), nullptr, false);
@@ -362,19 +651,23 @@ TrainReport PumaModel::dpo(const std::vector<PreferenceExample>& pairs, const fs
     torch::NoGradGuard no_grad;
     impl_->model->eval();
     ref_c.clear(), ref_r.clear();
-    for (std::size_t i = 0; i < pairs.size(); ++i) {
-      auto lp = llama::sequence_logprobs(*impl_->model, impl_->batch({chosen[i], rejected[i]}, options.max_length));
+    for (const EncodedPreference& e : rows) {
+      auto lp = llama::sequence_logprobs(*impl_->model, impl_->batch({e.chosen, e.rejected}, 0));
       ref_c.push_back(lp[0].item<double>());
       ref_r.push_back(lp[1].item<double>());
     }
     write_file_atomic(ref_file, nlohmann::json{{"key", key}, {"chosen", ref_c}, {"rejected", ref_r}}.dump());
   }
+  // The reference model for the evaluation points (KL needs whole distributions, not cached sums). With LoRA the
+  // reference is this model with the adapter switched off; with all weights trained, a frozen copy. A resumed run
+  // rebuilds it from the model it was given, which is the reference (training state lives in the checkpoint).
+  std::unique_ptr<PumaModel> frozen = !eval.empty() && !options.lora ? copy() : nullptr;
   Trainables t = make_trainables(impl_->model, options);
   MicroLoss micro = [&](const std::vector<std::size_t>& idx) {
-    std::vector<llama::SequencePair> rows;
-    for (std::size_t i : idx) rows.push_back(chosen[i]);
-    for (std::size_t i : idx) rows.push_back(rejected[i]);
-    llama::TokenBatch b = impl_->batch(rows, options.max_length);
+    std::vector<llama::SequencePair> batch_rows;
+    for (std::size_t i : idx) batch_rows.push_back(rows[i].chosen);
+    for (std::size_t i : idx) batch_rows.push_back(rows[i].rejected);
+    llama::TokenBatch b = impl_->batch(batch_rows, 0);
     torch::Tensor lp = llama::sequence_logprobs(*impl_->model, b);
     const int64_t n = static_cast<int64_t>(idx.size());
     std::vector<double> rc, rr;
@@ -382,16 +675,46 @@ TrainReport PumaModel::dpo(const std::vector<PreferenceExample>& pairs, const fs
     auto opts = torch::TensorOptions().dtype(torch::kFloat32).device(impl_->device);
     torch::Tensor ref_chosen = torch::tensor(rc, torch::kFloat64).to(opts);
     torch::Tensor ref_rejected = torch::tensor(rr, torch::kFloat64).to(opts);
-    torch::Tensor loss = llama::dpo_loss(lp.slice(0, 0, n), lp.slice(0, n, 2 * n), ref_chosen, ref_rejected,
-                                         options.dpo_beta);
-    return std::pair{loss, b.attention_mask.sum().item<int64_t>()};
+    torch::Tensor pc = lp.slice(0, 0, n), pr = lp.slice(0, n, 2 * n);
+    torch::Tensor loss = llama::dpo_loss(pc, pr, ref_chosen, ref_rejected, options.dpo_beta);
+    if (options.rpo_alpha > 0) {
+      auto chosen_tokens = b.loss_mask.slice(0, 0, n).sum(1).to(opts).clamp_min(1.0);
+      loss = loss + options.rpo_alpha * (-(pc / chosen_tokens).mean());
+    }
+    MicroResult r{loss, b.attention_mask.sum().item<int64_t>()};
+    torch::NoGradGuard no_grad;
+    auto dc = (pc - ref_chosen).detach(), dr = (pr - ref_rejected).detach();
+    auto margin = dc - dr;
+    r.prefs.margin = margin.mean().item<double>();
+    r.prefs.accuracy = (margin > 0).to(torch::kFloat32).mean().item<double>();
+    r.prefs.chosen_reward = options.dpo_beta * dc.mean().item<double>();
+    r.prefs.rejected_reward = options.dpo_beta * dr.mean().item<double>();
+    return r;
   };
-  TrainReport report = train_loop(impl_->model, t, pairs.size(), micro, work_dir, options);
+  Evaluate evaluate = [&](bool all) {
+    EvalResult e;
+    if (eval.empty()) return e;
+    std::vector<PreferenceExample> some = all ? eval : spread_subset(eval, options.eval_limit);
+    if (t.adapter) {  // the reference is this model with the adapter switched off
+      e.prefs = preference_stats_impl(some, nullptr, [&](bool reference) { t.adapter->set_enabled(!reference); },
+                                      options);
+    } else {
+      e.prefs = preference_stats_impl(some, frozen.get(), {}, options);
+    }
+    e.loss = e.prefs.loss;
+    e.have_prefs = true;
+    return e;
+  };
+  report = [&] {
+    TrainReport r = train_loop("dpo", impl_->model, t, lengths, micro, evaluate, work_dir, options);
+    r.truncated_rows = report.truncated_rows;
+    return r;
+  }();
   if (report.cancelled) {
     if (t.adapter) t.adapter->detach();
     return report;
   }
-  finish_trainables(impl_->model, t);
+  finish_trainables(impl_->model, t, options);
   return report;
 }
 

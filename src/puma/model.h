@@ -22,9 +22,22 @@ struct ModelOptions {
   std::string device = "cpu";     //!< "cpu" or "cuda[:N]" with a CUDA build of libtorch
 };
 
-//! The tiny preset's architecture (llama::tiny_config): hidden 64, 2 layers, 4 heads, 2 key/value heads.
+//! The architecture of a model trained from scratch (the tiny and cpu presets): a LLaMA decoder of this size over
+//! the tokenizer's vocabulary. The defaults are the tiny preset's (llama::tiny_config).
+struct ModelShape {
+  int64_t hidden = 64;
+  int64_t layers = 2;
+  int64_t heads = 4;
+  int64_t kv_heads = 2;
+  int64_t ffn = 172;  //!< SwiGLU width
+  //! The output layer shares the embedding table (tie_word_embeddings): writing a token means pointing at its
+  //! embedding, which makes copying words from the prompt far easier for a small model (LLaMA-2 does not tie).
+  bool tie_embeddings = false;
+};
+
 struct TinyOptions {
   uint64_t seed = 1;
+  ModelShape shape{};
 };
 
 //! A prompt and what the model should write after it.
@@ -41,6 +54,7 @@ struct PreferenceExample {
 
 //! What one training progress report says (for the progress line).
 struct TrainProgress {
+  std::string phase;  //!< "sft" or "dpo"
   int64_t step = 0;   //!< optimizer steps done
   int64_t total = 0;  //!< optimizer steps planned
   int64_t epoch = 0;
@@ -49,35 +63,73 @@ struct TrainProgress {
   double lr = 0;
 };
 
+//! Which part of a too-long DPO prompt survives (TRL's truncation_mode): its end (with the BOS token kept), or its
+//! start.
+enum class PromptTruncation { kKeepEnd, kKeepStart };
+
 struct TrainOptions {
-  int epochs = 10;
+  int epochs = 10;  //!< 0 = no training (the model is returned as it is: "w/o SFT")
   double learning_rate = 3e-4;
   int batch_size = 1;
   int accumulation_steps = 16;
   double warmup_ratio = 0.1;
-  int max_length = 1280;  //!< tokens per row (prompt + target), longer rows are cut at the end
+  int max_length = 1280;  //!< SFT: tokens per row (prompt + target), longer rows are cut at the end
   double max_grad_norm = 1.0;
   uint64_t seed = 1;      //!< data order
-  //! LoRA (r, alpha on q/k/v/o/gate/up/down, the original's modules_to_save) when true; all weights train when
-  //! false (the tiny preset, which starts from random weights).
+  //! Rows of similar length share micro-batches (transformers' group_by_length: shuffled mega-batches of 50
+  //! batches, each sorted by length), so less of each step is padding. Off = plain shuffling (the original).
+  bool group_by_length = false;
+  //! LoRA (r, alpha on q/k/v/o/gate/up/down) when true; all weights train when false (the from-scratch presets).
   bool lora = true;
   int lora_r = 16;
   double lora_alpha = 32;
+  //! With LoRA, also train full copies of embed_tokens, lm_head and the norms (the original's modules_to_save).
+  bool lora_modules_to_save = true;
+  //! With LoRA: the trained adapter is also written here in PEFT's layout (adapter_config.json,
+  //! adapter_model.safetensors) before it is merged; empty = not saved.
+  std::filesystem::path adapter_dir;
+  std::string adapter_base_model;  //!< base_model_name_or_path recorded in adapter_config.json
   int checkpoint_every = 50;  //!< optimizer steps between checkpoints (and at every epoch end)
-  double dpo_beta = 0.1;      //!< DPO only
+  int log_every = 10;         //!< optimizer steps between training points of the curve (work_dir/curve.jsonl)
+  int eval_every = 0;         //!< optimizer steps between evaluation points of the curve; 0 = at the end only
+  int eval_limit = 256;       //!< evaluation rows (pairs) used at intermediate points; 0 = all (the end uses all)
+  // DPO only:
+  double dpo_beta = 0.1;
+  //! Prompts are cut to this many tokens (0 = no limit) and never the response: when prompt + response exceed
+  //! max_length the prompt is cut further (the original: TRL's max_prompt_length 768, max_length 1024).
+  int max_prompt_length = 0;
+  PromptTruncation prompt_truncation = PromptTruncation::kKeepEnd;
+  //! Adds rpo_alpha × the mean token NLL of the chosen response to the DPO loss (TRL's rpo_alpha); 0 = plain DPO.
+  double rpo_alpha = 0;
   std::function<void(const TrainProgress&)> on_progress;  //!< called every few optimizer steps
   const std::atomic<bool>* cancel = nullptr;  //!< when set: checkpoint and stop (resumable)
   //! Stop (checkpointed, reported as cancelled) once this many optimizer steps are done: time-boxed runs; 0 = off.
   int64_t stop_after_steps = 0;
 };
 
+//! DPO's view of a set of preference pairs under the policy and the frozen reference.
+struct PreferenceStats {
+  double loss = 0;             //!< mean sigmoid DPO loss
+  double margin = 0;           //!< mean (πc − ρc) − (πr − ρr), in nats
+  double accuracy = 0;         //!< share of pairs with a positive margin
+  double chosen_reward = 0;    //!< mean β (πc − ρc)
+  double rejected_reward = 0;  //!< mean β (πr − ρr)
+  double kl = 0;               //!< mean per-token KL(policy ‖ reference) of the next-token distributions over the
+                               //!< response positions of the pairs
+};
+
 struct TrainReport {
   int64_t steps = 0;
   double train_loss = 0;  //!< mean loss of the last epoch
   double eval_loss = -1;  //!< mean loss on the evaluation pairs after training (-1 without any)
+  PreferenceStats eval_preferences;  //!< DPO: on the evaluation pairs after training (when there are any)
+  bool have_eval_preferences = false;
   double seconds = 0;
+  int64_t tokens = 0;     //!< tokens processed (padding excluded) in this run of the loop
+  double tokens_per_s = 0;
   bool cancelled = false;
   bool resumed = false;   //!< continued from a checkpoint
+  int64_t truncated_rows = 0;  //!< rows cut to max_length (SFT) or whose prompt was cut (DPO)
 };
 
 struct GenerateConfig {
@@ -87,6 +139,8 @@ struct GenerateConfig {
   int top_k = 50;
   int num_beams = 1;       //!< > 1: beam search returning num_beams distinct candidates (with sample: beam-sample)
   uint64_t seed = 0;
+  //! When set, one seed per prompt: prompt i draws from it whatever batch it lands in (sampling per task).
+  std::vector<uint64_t> prompt_seeds;
   int batch_size = 4;
 };
 
@@ -97,7 +151,7 @@ class PumaModel {
   PumaModel& operator=(const PumaModel&) = delete;
 
   //! Loads a Hugging Face model directory (config.json, safetensors, tokenizer.model or tokenizer.json) and, when
-  //! given, a PEFT LoRA adapter directory on top. DataError / UsageError name the file.
+  //! given, a PEFT LoRA adapter directory on top (merged into the weights). DataError / UsageError name the file.
   static std::unique_ptr<PumaModel> open(const std::filesystem::path& model_dir,
                                          const std::filesystem::path& adapter_dir = {}, const ModelOptions& = {});
   //! A from-scratch model of the tiny preset's shape over the tokenizer in `tokenizer_dir`.
@@ -119,23 +173,39 @@ class PumaModel {
   int64_t last_generated_tokens() const;
 
   //! Supervised fine-tuning on `train` (loss on target tokens only, D6), checkpointing into `work_dir` and
-  //! resuming from its checkpoint; eval loss on `eval` at the end. With options.lora the adapter is merged into
-  //! the weights afterwards, so save() writes a plain model.
+  //! resuming from its checkpoint; eval loss on `eval` at the end (and every eval_every steps). The loss curve
+  //! goes to work_dir/curve.jsonl (one JSON object a point: step, epoch, kind "train" or "eval", loss, lr,
+  //! grad_norm, tokens_per_s). With options.lora the adapter is saved (adapter_dir) and merged into the weights
+  //! afterwards, so save() writes a plain model.
   TrainReport sft(const std::vector<TrainPair>& train, const std::vector<TrainPair>& eval,
                   const std::filesystem::path& work_dir, const TrainOptions& options);
   //! DPO (sigmoid loss, options.dpo_beta) against this model as it is now as the frozen reference: the reference
-  //! log-probabilities are computed once and cached in `work_dir`; checkpoints and resume as sft().
-  TrainReport dpo(const std::vector<PreferenceExample>& pairs, const std::filesystem::path& work_dir,
-                  const TrainOptions& options);
+  //! log-probabilities are computed once and cached in `work_dir`; checkpoints, resume and the curve as sft(). The
+  //! curve's points also hold margin, accuracy, chosen_reward, rejected_reward (training batches) and, at the
+  //! evaluation points on `eval`, the same on the evaluation pairs plus kl (PreferenceStats).
+  TrainReport dpo(const std::vector<PreferenceExample>& pairs, const std::vector<PreferenceExample>& eval,
+                  const std::filesystem::path& work_dir, const TrainOptions& options);
+  //! PreferenceStats of `pairs` for this model against `reference` (beta as in DPO; max lengths as `options`).
+  PreferenceStats preference_stats(const std::vector<PreferenceExample>& pairs, PumaModel& reference,
+                                   const TrainOptions& options);
   //! Mean per-token loss of the targets.
   double loss(const std::vector<TrainPair>& pairs, int max_length);
+  //! Σ log p(target tokens, EOS included | prompt) of each pair (no length limit): `pwab lm score`.
+  std::vector<double> target_logprobs(const std::vector<TrainPair>& pairs);
+  //! The next-token logits [positions × vocab] of the text's tokens (BOS added), row-major float32: for checks.
+  std::vector<float> logits(const std::string& text, int64_t* vocab = nullptr);
 
   //! Writes the model (config.json, safetensors) and its tokenizer files into `dir`.
   void save(const std::filesystem::path& dir) const;
+  //! A second model with the same weights and tokenizer (a frozen reference).
+  std::unique_ptr<PumaModel> copy() const;
 
  private:
   struct Impl;
   explicit PumaModel(std::unique_ptr<Impl> impl);
+  //! preference_stats against `reference`, or (null) against this model switched by use_reference(true/false).
+  PreferenceStats preference_stats_impl(const std::vector<PreferenceExample>& pairs, PumaModel* reference,
+                                        const std::function<void(bool)>& use_reference, const TrainOptions& options);
   std::unique_ptr<Impl> impl_;
 };
 

@@ -5,10 +5,14 @@
 
 #include <fmt/format.h>
 
+#include <chrono>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "agents/puma_prompt.h"
 #include "core/error.h"
+#include "core/hash.h"
+#include "core/rng.h"
 #include "core/sys.h"
 #include "core/text.h"
 #include "env/tools.h"
@@ -44,16 +48,36 @@ std::vector<T> first_n(std::vector<T> v, int n) {
 }
 
 json train_json(const TrainOptions& o) {
-  return {{"epochs", o.epochs},         {"lr", o.learning_rate},          {"batch", o.batch_size},
-          {"accum", o.accumulation_steps}, {"warmup", o.warmup_ratio},   {"max_length", o.max_length},
-          {"seed", o.seed},             {"lora", o.lora},                 {"r", o.lora_r},
-          {"alpha", o.lora_alpha},      {"beta", o.dpo_beta}};
+  return {{"epochs", o.epochs},
+          {"lr", o.learning_rate},
+          {"batch", o.batch_size},
+          {"accum", o.accumulation_steps},
+          {"warmup", o.warmup_ratio},
+          {"max_length", o.max_length},
+          {"max_prompt_length", o.max_prompt_length},
+          {"truncation", o.prompt_truncation == PromptTruncation::kKeepEnd ? "keep_end" : "keep_start"},
+          {"seed", o.seed},
+          {"group_by_length", o.group_by_length},
+          {"lora", o.lora},
+          {"r", o.lora_r},
+          {"alpha", o.lora_alpha},
+          {"modules_to_save", o.lora_modules_to_save},
+          {"beta", o.dpo_beta},
+          {"rpo_alpha", o.rpo_alpha},
+          {"clip", o.max_grad_norm}};
 }
 
-// A step is skipped when its `.done` holds the same settings and no earlier step was redone.
+json shape_json(const ModelShape& s) {
+  return {{"hidden", s.hidden}, {"layers", s.layers}, {"heads", s.heads},
+          {"kv_heads", s.kv_heads}, {"ffn", s.ffn},        {"tied", s.tie_embeddings}};
+}
+
+// A step is skipped when its `.done` holds the same settings and no earlier step was redone, or taken over from the
+// reuse directory (PipelineOptions::reuse_from) when that directory did the step with the same settings.
 class Steps {
  public:
-  Steps(const PipelineContext& ctx, PipelineReport& report) : ctx_(ctx), report_(report) {}
+  Steps(const PipelineContext& ctx, PipelineReport& report, fs::path out, fs::path reuse)
+      : ctx_(ctx), report_(report), out_(std::move(out)), reuse_(std::move(reuse)) {}
   bool skip(const std::string& step, const fs::path& dir, const std::string& settings) {
     fs::path done = dir / ".done";
     if (!redo_rest_ && fs::exists(done) && read_file(done) == settings) {
@@ -61,35 +85,75 @@ class Steps {
       log(step + ": done before with the same settings, skipped");
       return true;
     }
+    if (!redo_rest_ && reuse(step, dir, settings)) return true;
     redo_rest_ = true;  // everything after a redone step depends on it
     fs::create_directories(dir);
     if (fs::exists(done)) fs::remove(done);
     log(step + ": running");
+    started_ = std::chrono::steady_clock::now();
     return false;
   }
   void mark(const std::string& step, const fs::path& dir, const std::string& settings) {
     write_file_atomic(dir / ".done", settings);
     report_.ran_steps.push_back(step);
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
+    write_file_atomic(dir / ".seconds", fmt::format("{:.3f}\n", seconds));
   }
   void log(const std::string& line) const {
     if (ctx_.log) ctx_.log(line);
   }
 
  private:
+  // The same step done with the same settings in the reuse directory: its files are hard-linked into place (they
+  // are only ever replaced by rename, never written in place), except the folders of later steps nested in it.
+  bool reuse(const std::string& step, const fs::path& dir, const std::string& settings) {
+    if (reuse_.empty()) return false;
+    const fs::path rel = dir.lexically_relative(out_);
+    if (rel.empty() || *rel.begin() == "..") return false;
+    const fs::path from = reuse_ / rel;
+    if (!fs::exists(from / ".done") || read_file(from / ".done") != settings) return false;
+    if (fs::exists(dir)) {
+      for (const auto& entry : fs::directory_iterator(dir))
+        if (!nested_step(entry.path().filename().string())) fs::remove_all(entry.path());
+    }
+    fs::create_directories(dir);
+    for (const auto& entry : fs::directory_iterator(from)) {
+      const std::string name = entry.path().filename().string();
+      if (nested_step(name)) continue;
+      fs::copy(entry.path(), dir / name, fs::copy_options::recursive | fs::copy_options::create_hard_links);
+    }
+    report_.skipped_steps.push_back(step);
+    log(step + ": done with the same settings in " + reuse_.string() + ", reused");
+    return true;
+  }
+  static bool nested_step(const std::string& name) { return name == "eval" || name == "sample" || name == "score"; }
+
   const PipelineContext& ctx_;
   PipelineReport& report_;
+  fs::path out_, reuse_;
   bool redo_rest_ = false;
+  std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
 };
 
-// The dataset's own text for the tiny preset's vocabulary: instructions, product titles and categories, reviews,
-// and the prompts' fixed wording.
+// A training step's work folder (checkpoint, curve) belongs to the settings it was started with: a resume with
+// other settings starts over instead of continuing someone else's checkpoint.
+void claim_work_dir(const fs::path& work, const std::string& settings) {
+  const fs::path mine = work / ".settings";
+  if (fs::exists(work) && (!fs::exists(mine) || read_file(mine) != settings)) fs::remove_all(work);
+  write_file_atomic(mine, settings);
+}
+
+// The dataset's own text for the from-scratch presets' vocabulary: instructions, product titles and categories,
+// reviews, and the prompts' fixed wording.
 std::vector<std::string> vocabulary_texts(const data::Dataset& ds) {
   std::vector<std::string> texts;
   for (data::Split s : {data::Split::kTrain, data::Split::kTest})
     for (const data::Task& t : ds.tasks(s)) texts.push_back(agents::puma_function_prompt(t.instruction));
-  for (const data::Product& p : ds.products())
+  for (const data::Product& p : ds.products()) {
     texts.push_back("Title:" + p.title + "\nMain Category:" + p.main_category + "\nPrice:" + p.price.str() +
-                    "\nAsin:" + p.parent_asin + "\n");
+                    "\nStore:" + p.store.value_or("") + "\nAsin:" + p.parent_asin + "\n");
+    texts.push_back(ascii_lower(p.title));  // instructions and queries name products in lower case
+  }
   for (const data::User& u : ds.users())
     for (const data::Behaviour& b : u.behaviours) texts.push_back("Rating:" + b.review.rating.str() + "\nText:" + b.review.text);
   texts.push_back(agents::puma_param_prompt("x", "none", std::string(env::kSearch)));
@@ -102,6 +166,7 @@ std::unique_ptr<PumaModel> open_or_create(const fs::path& dir, const PipelineOpt
   if (from_scratch) {
     TinyOptions t;
     t.seed = o.seed;
+    t.shape = o.shape;
     return PumaModel::create_tiny(dir, t, o.model);
   }
   return PumaModel::open(dir, {}, o.model);
@@ -139,12 +204,44 @@ std::vector<const data::Task*> task_list(const data::Dataset& ds, data::Split sp
   return out;
 }
 
+const data::Task& task_of_key(const data::Dataset& ds, const std::string& key) {
+  const std::size_t slash = key.find('/');
+  if (slash == std::string::npos) throw DataError("not a task key: '" + key + "'");
+  const std::string split = key.substr(0, slash);
+  const auto& tasks = ds.tasks(split == "train" ? data::Split::kTrain : data::Split::kTest);
+  const std::size_t index = std::stoul(key.substr(slash + 1));
+  if (index >= tasks.size()) throw DataError("task key '" + key + "' is past the dataset's tasks");
+  return tasks[index];
+}
+
+// Progress lines for a long loop over tasks: done, rate, ETA, every ~30 s.
+class TaskProgress {
+ public:
+  TaskProgress(const Steps& steps, std::string what, std::size_t total)
+      : steps_(steps), what_(std::move(what)), total_(total) {}
+  void done(std::size_t n) {
+    auto now = std::chrono::steady_clock::now();
+    if (n < total_ && std::chrono::duration<double>(now - last_).count() < 30) return;
+    last_ = now;
+    const double secs = std::chrono::duration<double>(now - start_).count();
+    const double rate = static_cast<double>(n) / std::max(1e-9, secs);
+    steps_.log(fmt::format("{}: {}/{} tasks, {:.2f} tasks/s, ETA {:.0f} s", what_, n, total_, rate,
+                           rate > 0 ? static_cast<double>(total_ - n) / rate : 0.0));
+  }
+
+ private:
+  const Steps& steps_;
+  std::string what_;
+  std::size_t total_;
+  std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now(), last_ = start_;
+};
+
 // What the steps share: the inputs, the folders, the report, and the settings so far. Each step appends its own
 // settings to `settings` before it checks its `.done`, so a step's `.done` holds the settings of every step up to
 // it: a changed setting redoes its step and every later one even across runs.
 struct PipelineRun {
   PipelineRun(const PipelineContext& context, const PipelineOptions& options, PipelineReport& into)
-      : ctx(context), o(options), ds(*context.ds), report(into), steps(context, into),
+      : ctx(context), o(options), ds(*context.ds), report(into), steps(context, into, options.out, options.reuse_from),
         tiny(options.base_model.empty()), base(tiny ? options.out / "base" : options.base_model),
         data_dir(options.out / "data"), sft_dir(options.out / "sft"), dpo_dir(options.out / "dpo"),
         sft_options(options.sft), dpo_options(options.dpo) {
@@ -156,14 +253,15 @@ struct PipelineRun {
   const data::Dataset& ds;
   PipelineReport& report;
   Steps steps;
-  const bool tiny;      // the tiny preset: a model from scratch over a vocabulary learnt from the dataset
+  const bool tiny;      // a from-scratch model over a vocabulary learnt from the dataset
   const fs::path base;  // the model SFT starts from
   const fs::path data_dir, sft_dir, dpo_dir;
   TrainOptions sft_options, dpo_options;  // the options with the context's progress and cancel
   std::string settings;
+  bool cancelled() const { return ctx.cancel && ctx.cancel->load(); }
 };
 
-// tokenizer: the tiny preset's vocabulary from the dataset's text.
+// tokenizer: the from-scratch vocabulary from the dataset's text.
 void tokenizer_step(PipelineRun& run) {
   const PipelineOptions& o = run.o;
   run.settings = json{{"tiny", run.tiny}, {"vocab", o.tiny_vocab_size}, {"base", o.base_model.string()}}.dump();
@@ -181,6 +279,7 @@ void prepare_step(PipelineRun& run) {
   const embed::Embedder& embedder = *run.ctx.embedder;
   run.settings += json{{"k", o.prepare.memory.k}, {"tokens", o.prepare.memory.max_tokens},
                        {"fallback", o.prepare.recommend_fallback == RecommendFallback::kSkip ? "skip" : "recent"},
+                       {"recommend_length", o.prepare.recommend_length},
                        {"labels", o.search_labels}, {"train_limit", o.train_limit}, {"test_limit", o.test_limit},
                        {"prompts", std::string(agents::kPumaPromptsVersion)}, {"embedder", embedder.name()}}
                       .dump();
@@ -198,47 +297,87 @@ void prepare_step(PipelineRun& run) {
                  first_n(param_examples(ds, data::Split::kTest, embedder, *counter, labeler, o.prepare), o.test_limit));
   write_json(run.data_dir / "report.json", {{"train_tasks", rep.tasks}, {"train_examples", rep.examples},
                                             {"recommend_fallbacks", rep.recommend_fallbacks}, {"skipped", rep.skipped},
-                                            {"train_examples_used", used}});
+                                            {"train_examples_used", used}, {"search_labels_llm", rep.search_labels_llm},
+                                            {"search_labels_heuristic", rep.search_labels_heuristic}});
   run.steps.log(fmt::format("prepare: {} train parameter examples ({} used), {} D8 fallbacks, {} skipped",
                             rep.examples, used, rep.recommend_fallbacks, rep.skipped));
   run.steps.mark("prepare", run.data_dir, run.settings);
 }
 
-// The SFT data: the function examples (`function_repeats` copies) then the parameter examples; the evaluation
-// pairs are the test split's function and parameter examples.
+// Each example floor(w) times, and once more when its own draw (seeded by the run and the task) falls below the
+// fractional part: the same rows on every run with these settings.
+void add_weighted(std::vector<TrainPair>& out, const std::vector<Example>& examples, double weight, uint64_t seed,
+                  const char* kind) {
+  const int whole = static_cast<int>(weight);
+  const double part = weight - whole;
+  for (const Example& e : examples) {
+    int copies = whole;
+    if (part > 0 && Rng(derive_seed(seed, hash_bytes(std::string(kind) + e.task))).uniform() < part) ++copies;
+    for (int i = 0; i < copies; ++i) out.push_back({e.prompt, e.target});
+  }
+}
+
+// The SFT data by the SFT mode and the weights; the evaluation pairs are the test split's examples of the same
+// kinds, unweighted.
 std::pair<std::vector<TrainPair>, std::vector<TrainPair>> sft_pairs(const PipelineRun& run) {
-  std::vector<TrainPair> train;
-  auto functions = pairs_of(read_examples(run.data_dir / "function_train.jsonl"));
-  for (int copy = 0; copy < std::max(1, run.o.function_repeats); ++copy)
-    train.insert(train.end(), functions.begin(), functions.end());
-  auto more = pairs_of(read_examples(run.data_dir / "param_train.jsonl"));
-  train.insert(train.end(), more.begin(), more.end());
-  auto eval = pairs_of(read_examples(run.data_dir / "function_test.jsonl"));
-  auto eval_params = pairs_of(read_examples(run.data_dir / "param_test.jsonl"));
-  eval.insert(eval.end(), eval_params.begin(), eval_params.end());
+  std::vector<TrainPair> train, eval;
+  const SftWeights& w = run.o.sft_weights;
+  if (run.o.sft_mode != SftMode::kParam) {
+    add_weighted(train, read_examples(run.data_dir / "function_train.jsonl"), w.function, run.o.seed, "function");
+    eval = pairs_of(read_examples(run.data_dir / "function_test.jsonl"));
+  }
+  if (run.o.sft_mode != SftMode::kFunction) {
+    std::map<data::TaskType, std::vector<Example>> by_type;
+    for (Example& e : read_examples(run.data_dir / "param_train.jsonl")) by_type[e.type].push_back(std::move(e));
+    add_weighted(train, by_type[data::TaskType::kSearch], w.search, run.o.seed, "search");
+    add_weighted(train, by_type[data::TaskType::kRecommend], w.recommend, run.o.seed, "recommend");
+    add_weighted(train, by_type[data::TaskType::kReview], w.review, run.o.seed, "review");
+    auto eval_params = pairs_of(read_examples(run.data_dir / "param_test.jsonl"));
+    eval.insert(eval.end(), eval_params.begin(), eval_params.end());
+  }
+  if (train.empty()) throw UsageError("the SFT data is empty: every weight of the SFT mode's examples is 0");
   return {std::move(train), std::move(eval)};
 }
 
-// sft: function + parameter examples together (the original's function_param).
+json train_report_json(const TrainReport& r) {
+  json j = {{"steps", r.steps},       {"train_loss", r.train_loss}, {"eval_loss", r.eval_loss},
+            {"seconds", r.seconds},   {"resumed", r.resumed},       {"tokens", r.tokens},
+            {"tokens_per_s", r.tokens_per_s}, {"truncated_rows", r.truncated_rows}};
+  if (r.have_eval_preferences) {
+    const PreferenceStats& p = r.eval_preferences;
+    j["eval"] = {{"loss", p.loss},       {"margin", p.margin},           {"accuracy", p.accuracy},
+                 {"kl", p.kl},           {"chosen_reward", p.chosen_reward}, {"rejected_reward", p.rejected_reward}};
+  }
+  return j;
+}
+
+// sft: function + parameter examples (the SFT mode); epochs 0 = no SFT, the base model goes on as it is.
 void sft_step(PipelineRun& run) {
   const PipelineOptions& o = run.o;
-  run.settings += train_json(o.sft).dump() + json{{"device", o.model.device}, {"dtype", o.model.dtype},
-                                                  {"seed", o.seed}, {"function_repeats", o.function_repeats}}
-                                                 .dump();
+  json extra = {{"device", o.model.device}, {"dtype", o.model.dtype}, {"seed", o.seed},
+                {"weights", to_string(o.sft_weights)}, {"mode", std::string(to_string(o.sft_mode))}};
+  if (run.tiny) extra["shape"] = shape_json(o.shape);
+  run.settings += train_json(o.sft).dump() + extra.dump();
   if (run.steps.skip("sft", run.sft_dir, run.settings)) return;
   auto [train, eval] = sft_pairs(run);
   auto model = open_or_create(run.base, o, run.tiny);
-  run.steps.log("sft: " + model->describe() + ", " + std::to_string(train.size()) + " pairs");
-  TrainReport r = model->sft(train, eval, run.sft_dir / "work", run.sft_options);
+  run.steps.log("sft: " + model->describe() + ", " + std::to_string(train.size()) + " pairs" +
+                (o.sft.epochs == 0 ? " (0 epochs: no SFT, the base model is kept)" : ""));
+  TrainOptions opts = run.sft_options;
+  if (opts.lora) {
+    opts.adapter_dir = run.sft_dir / "adapter";
+    opts.adapter_base_model = run.base.string();
+  }
+  claim_work_dir(run.sft_dir / "work", run.settings);
+  TrainReport r = model->sft(train, eval, run.sft_dir / "work", opts);
   if (r.cancelled) {
     run.report.cancelled = true;
     return;
   }
   model->save(run.sft_dir / "model");
-  write_json(run.sft_dir / "train.json", {{"steps", r.steps}, {"train_loss", r.train_loss}, {"eval_loss", r.eval_loss},
-                                          {"seconds", r.seconds}, {"resumed", r.resumed}});
-  run.steps.log(fmt::format("sft: {} steps, train loss {:.4f}, eval loss {:.4f}, {:.1f} s", r.steps, r.train_loss,
-                            r.eval_loss, r.seconds));
+  write_json(run.sft_dir / "train.json", train_report_json(r));
+  run.steps.log(fmt::format("sft: {} steps, train loss {:.4f}, eval loss {:.4f}, {:.1f} s, {:.0f} tokens/s", r.steps,
+                            r.train_loss, r.eval_loss, r.seconds, r.tokens_per_s));
   run.steps.mark("sft", run.sft_dir, run.settings);
 }
 
@@ -248,7 +387,12 @@ FastTestResult evaluate_step(PipelineRun& run, const std::string& step, const fs
   const fs::path eval_dir = dir / "eval";
   if (!run.steps.skip(step, eval_dir, run.settings)) {
     auto model = PumaModel::open(dir / "model", {}, run.o.model);
-    evaluate_model(*model, run.ctx, run.o, task_list(run.ds, data::Split::kTest, run.o.test_limit), eval_dir);
+    FastTestResult r =
+        evaluate_model(*model, run.ctx, run.o, task_list(run.ds, data::Split::kTest, run.o.test_limit), eval_dir);
+    run.steps.log(fmt::format("{}: function acc {:.3f}, result acc {:.3f} (search {:.3f}, recommend {:.3f}, review "
+                              "{:.3f})",
+                              step, r.overall.function_acc, r.overall.result_acc, r.by_type["search"].result_acc,
+                              r.by_type["recommend"].result_acc, r.by_type["review"].result_acc));
     run.steps.mark(step, eval_dir, run.settings);
   }
   return fast_test_from_json(json::parse(read_file(eval_dir / "fast_test.json")));
@@ -256,92 +400,255 @@ FastTestResult evaluate_step(PipelineRun& run, const std::string& step, const fs
 
 // eval-sft: the fast test of the SFT model.
 void eval_sft_step(PipelineRun& run) {
-  run.settings += json{{"max_new_tokens", run.o.max_new_tokens}}.dump();
+  run.settings += json{{"max_new_tokens", run.o.max_new_tokens}, {"function_file", run.o.function_file.string()}}.dump();
   run.report.sft = evaluate_step(run, "eval-sft", run.sft_dir);
   run.report.have_sft = true;
 }
 
-// sample: diverse candidates for the train tasks' parameter prompts (ground-truth tool, as the DPO pairs' prompts).
+// The candidates of a group of prompts: in-process (beam-sample, or independent samples of several tasks in one
+// batch) or from the server. A task's draws depend on the run's seed and the task alone, not on its neighbours.
+class CandidateSampler {
+ public:
+  CandidateSampler(const PipelineRun& run, PumaModel* model) : run_(run), model_(model) {}
+  //! Tasks sampled together in-process (their samples share forward batches).
+  std::size_t group_size() const { return run_.ctx.sample_model || run_.o.sample_beams ? 1 : std::max(1, 32 / run_.o.samples); }
+
+  std::vector<std::vector<std::string>> sample(const std::vector<const Example*>& group) {
+    const PipelineOptions& o = run_.o;
+    std::vector<std::vector<std::string>> out;
+    if (run_.ctx.sample_model) {
+      for (const Example* e : group) out.push_back(from_server(*e));
+    } else if (o.sample_beams) {
+      GenerateConfig g = config();
+      g.num_beams = o.samples;
+      g.batch_size = 1;
+      for (const Example* e : group) {
+        g.seed = task_seed(*e);
+        out.push_back(model_->generate({e->prompt}, g).at(0));
+      }
+    } else {
+      GenerateConfig g = config();
+      std::vector<std::string> prompts;
+      for (const Example* e : group)
+        for (int i = 0; i < o.samples; ++i) {
+          prompts.push_back(e->prompt);
+          g.prompt_seeds.push_back(derive_seed(task_seed(*e), static_cast<uint64_t>(i)));
+        }
+      g.batch_size = static_cast<int>(prompts.size());
+      auto generated = model_->generate(prompts, g);
+      for (std::size_t t = 0; t < group.size(); ++t) {
+        out.emplace_back();
+        for (int i = 0; i < o.samples; ++i) out.back().push_back(generated[t * o.samples + i].at(0));
+      }
+    }
+    for (auto& candidates : out)
+      for (std::string& c : candidates) c = agents::puma_generated_part(c, "### Tool Parameter:\n");
+    return out;
+  }
+
+ private:
+  uint64_t task_seed(const Example& e) const { return derive_seed(run_.o.seed, hash_bytes(e.task)); }
+  GenerateConfig config() const {
+    GenerateConfig g;
+    g.max_new_tokens = run_.o.max_new_tokens;
+    g.sample = true;
+    g.temperature = run_.o.sample_temperature;
+    g.top_k = run_.o.sample_top_k;
+    return g;
+  }
+  std::vector<std::string> from_server(const Example& e) const {
+    const PipelineOptions& o = run_.o;
+    llm::ChatRequest req;
+    req.model = run_.ctx.sample_model_name;
+    req.prompt = e.prompt;
+    req.temperature = o.sample_temperature;
+    req.max_tokens = o.max_new_tokens;
+    req.seed = static_cast<int64_t>(task_seed(e) >> 1);
+    json extra = {{"n", o.samples}};
+    if (o.sample_top_k > 0) extra["top_k"] = o.sample_top_k;
+    req.extra_body_json = extra.dump();
+    llm::ChatResponse r = run_.ctx.sample_model->chat(req);
+    std::vector<std::string> out{r.message.content};
+    out.insert(out.end(), r.more_choices.begin(), r.more_choices.end());
+    return out;
+  }
+  const PipelineRun& run_;
+  PumaModel* model_;
+};
+
+// Samples `examples` into `file` (JSONL: task, candidates), continuing a partial file written with the same
+// settings; false when cancelled (the partial file stays for the next run).
+bool sample_into(PipelineRun& run, CandidateSampler& sampler, const std::vector<Example>& examples,
+                 const fs::path& file, const std::string& what, std::size_t* n_candidates) {
+  fs::path part = file;
+  part += ".part";
+  std::set<std::string> done;
+  if (fs::exists(part)) {
+    std::string kept;  // without a last line an interruption cut short: that task is sampled again
+    for (std::string_view line : split_lines(read_file(part))) {
+      json j = json::parse(line, nullptr, false);
+      if (j.is_discarded() || !j.contains("task")) continue;
+      done.insert(j["task"].get<std::string>());
+      *n_candidates += j["candidates"].size();
+      kept += std::string(line) + "\n";
+    }
+    if (!done.empty()) run.steps.log(fmt::format("{}: continuing after {} tasks sampled before", what, done.size()));
+    write_file_atomic(part, kept);
+  } else {
+    write_file_atomic(part, "");
+  }
+  TaskProgress progress(run.steps, what, examples.size());
+  std::vector<const Example*> pending;
+  for (const Example& e : examples)
+    if (!done.count(e.task)) pending.push_back(&e);
+  std::size_t n = done.size();
+  for (std::size_t start = 0; start < pending.size(); start += sampler.group_size()) {
+    if (run.cancelled()) return false;
+    std::vector<const Example*> group(pending.begin() + static_cast<std::ptrdiff_t>(start),
+                                      pending.begin() + static_cast<std::ptrdiff_t>(
+                                                            std::min(pending.size(), start + sampler.group_size())));
+    std::vector<std::vector<std::string>> candidates = sampler.sample(group);
+    std::string lines;
+    for (std::size_t i = 0; i < group.size(); ++i) {
+      *n_candidates += candidates[i].size();
+      lines += json{{"task", group[i]->task}, {"candidates", candidates[i]}}.dump() + "\n";
+    }
+    append_file(part, lines);
+    n += group.size();
+    progress.done(n);
+  }
+  fs::rename(part, file);
+  return true;
+}
+
+// sample: diverse candidates for the train tasks' parameter prompts (ground-truth tool, as the DPO pairs' prompts),
+// and for the first dpo_eval_tasks test tasks (the DPO evaluation pairs).
 void sample_step(PipelineRun& run) {
   const PipelineOptions& o = run.o;
-  run.settings += json{{"samples", o.samples}, {"temperature", o.sample_temperature}}.dump();
+  json s = {{"samples", o.samples}, {"temperature", o.sample_temperature}, {"top_k", o.sample_top_k},
+            {"beams", o.sample_beams}, {"limit", o.sample_limit}, {"eval_tasks", o.dpo_eval_tasks},
+            {"server", run.ctx.sample_model ? run.ctx.sample_model_name : ""}, {"seeds", "per-task"}};
+  run.settings += s.dump();
   const fs::path sample_dir = run.dpo_dir / "sample";
+  const fs::path partial_settings = sample_dir / ".partial-settings";
   if (run.steps.skip("sample", sample_dir, run.settings)) return;
-  auto examples = read_examples(run.data_dir / "param_train.jsonl");
-  auto model = PumaModel::open(run.sft_dir / "model", {}, o.model);
-  GenerateConfig g;
-  g.max_new_tokens = o.max_new_tokens;
-  g.sample = true;
-  g.temperature = o.sample_temperature;
-  g.num_beams = o.samples;
-  g.seed = o.seed;
-  g.batch_size = 1;
-  std::string lines;
-  for (const Example& e : examples) {
-    if (run.ctx.cancel && run.ctx.cancel->load()) {
-      run.report.cancelled = true;
-      return;
-    }
-    auto candidates = model->generate({e.prompt}, g).at(0);
-    for (std::string& c : candidates) c = agents::puma_generated_part(c, "### Tool Parameter:\n");
-    lines += json{{"task", e.task}, {"candidates", candidates}}.dump() + "\n";
+  // partial files from an interrupted run count only when they were sampled with these settings
+  if (!fs::exists(partial_settings) || read_file(partial_settings) != run.settings) {
+    for (const char* f : {"candidates.jsonl.part", "candidates_test.jsonl.part"}) fs::remove(sample_dir / f);
+    write_file_atomic(partial_settings, run.settings);
   }
-  write_file_atomic(sample_dir / "candidates.jsonl", lines);
+  auto train = first_n(read_examples(run.data_dir / "param_train.jsonl"), o.sample_limit);
+  auto test = o.dpo_eval_tasks > 0 ? first_n(read_examples(run.data_dir / "param_test.jsonl"), o.dpo_eval_tasks)
+                                   : std::vector<Example>{};
+  std::unique_ptr<PumaModel> model;
+  if (!run.ctx.sample_model) model = PumaModel::open(run.sft_dir / "model", {}, o.model);
+  CandidateSampler sampler(run, model.get());
+  const auto start = std::chrono::steady_clock::now();
+  std::size_t n_train = 0, n_test = 0;
+  if (!sample_into(run, sampler, train, sample_dir / "candidates.jsonl", "sample (train)", &n_train) ||
+      !sample_into(run, sampler, test, sample_dir / "candidates_test.jsonl", "sample (test, DPO eval pairs)", &n_test)) {
+    run.report.cancelled = true;
+    return;
+  }
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  write_json(sample_dir / "report.json",
+             {{"train_tasks", train.size()}, {"test_tasks", test.size()}, {"candidates", n_train + n_test},
+              {"seconds", seconds}, {"candidates_per_s", static_cast<double>(n_train + n_test) / std::max(1e-9, seconds)},
+              {"source", run.ctx.sample_model ? "server " + run.ctx.sample_model_name : "in-process"}});
+  run.steps.log(fmt::format("sample: {} candidates for {} + {} tasks in {:.1f} s", n_train + n_test, train.size(),
+                            test.size(), seconds));
+  fs::remove(partial_settings);
   run.steps.mark("sample", sample_dir, run.settings);
 }
 
-// The DPO pairs of the sampled candidates (pairs.jsonl lines) and how many tasks gave one or tied.
-struct ScoredSamples {
-  std::string pairs_lines;
-  int pairs = 0, ties = 0;
-};
-
-// Each train task's candidates executed in the environment; best vs worst is the pair, ties give none (D7).
-ScoredSamples score_samples(const PipelineRun& run) {
-  auto examples = read_examples(run.data_dir / "param_train.jsonl");
-  std::map<std::string, const Example*> by_task;
-  for (const Example& e : examples) by_task[e.task] = &e;
-  const std::string text = read_file(run.dpo_dir / "sample" / "candidates.jsonl");
-  ScoredSamples out;
+// Each task's candidates executed in the environment; best vs worst is the pair, ties give none (D7).
+CandidateStats score_samples(const PipelineRun& run, const fs::path& candidates, const fs::path& params,
+                             const fs::path& pairs_out) {
+  CandidateStats stats;
+  std::map<std::string, std::string> prompts;
+  for (const Example& e : read_examples(params)) prompts[e.task] = e.prompt;
+  std::string lines;
+  const std::string text = fs::exists(candidates) ? read_file(candidates) : std::string();
   for (std::string_view line : split_lines(text)) {
     if (trim(line).empty()) continue;
     json j = json::parse(line);
-    std::string key = j.at("task").get<std::string>();
-    const data::Task& task = run.ds.tasks(data::Split::kTrain).at(std::stoul(key.substr(key.find('/') + 1)));
-    ScoredCandidates scored = score_candidates(*run.ctx.env, task, j.at("candidates").get<std::vector<std::string>>());
+    const std::string key = j.at("task").get<std::string>();
+    ScoredCandidates scored =
+        score_candidates(*run.ctx.env, task_of_key(run.ds, key), j.at("candidates").get<std::vector<std::string>>());
+    if (scored.scores.empty()) continue;
+    ++stats.tasks;
+    const auto [lo, hi] = std::minmax_element(scored.scores.begin(), scored.scores.end());
+    stats.mean_distinct += static_cast<double>(scored.candidates.size());
+    stats.mean_best += *hi;
+    stats.mean_worst += *lo;
+    stats.mean_spread += *hi - *lo;
     auto pair = preference_pair(scored);
     if (!pair) {
-      ++out.ties;
+      ++stats.tie_tasks;
       continue;
     }
-    ++out.pairs;
-    out.pairs_lines += json{{"task", key}, {"prompt", by_task.at(key)->prompt}, {"chosen", pair->chosen},
-                            {"rejected", pair->rejected}, {"chosen_score", pair->chosen_score},
-                            {"rejected_score", pair->rejected_score}}
-                           .dump() +
-                       "\n";
+    ++stats.pairs;
+    stats.mean_margin += pair->chosen_score - pair->rejected_score;
+    lines += json{{"task", key}, {"prompt", prompts.at(key)}, {"chosen", pair->chosen}, {"rejected", pair->rejected},
+                  {"chosen_score", pair->chosen_score}, {"rejected_score", pair->rejected_score}}
+                 .dump() +
+             "\n";
   }
-  return out;
+  if (stats.tasks) {
+    const double n = stats.tasks;
+    stats.mean_distinct /= n, stats.mean_best /= n, stats.mean_worst /= n, stats.mean_spread /= n;
+  }
+  if (stats.pairs) stats.mean_margin /= stats.pairs;
+  write_file_atomic(pairs_out, lines);
+  return stats;
 }
 
-// score: the preference pairs for DPO (score_samples).
+json candidate_stats_json(const CandidateStats& s) {
+  return {{"tasks", s.tasks},          {"pairs", s.pairs},           {"tie_tasks", s.tie_tasks},
+          {"tie_share", s.tie_share()}, {"mean_distinct", s.mean_distinct}, {"mean_best", s.mean_best},
+          {"mean_worst", s.mean_worst}, {"mean_spread", s.mean_spread}, {"mean_margin", s.mean_margin}};
+}
+
+CandidateStats candidate_stats_from_json(const json& j) {
+  CandidateStats s;
+  s.tasks = j.value("tasks", 0);
+  s.pairs = j.value("pairs", 0);
+  s.tie_tasks = j.value("tie_tasks", 0);
+  s.mean_distinct = j.value("mean_distinct", 0.0);
+  s.mean_best = j.value("mean_best", 0.0);
+  s.mean_worst = j.value("mean_worst", 0.0);
+  s.mean_spread = j.value("mean_spread", 0.0);
+  s.mean_margin = j.value("mean_margin", 0.0);
+  return s;
+}
+
+// score: the preference pairs for DPO (score_samples), train and test.
 void score_step(PipelineRun& run) {
   const fs::path score_dir = run.dpo_dir / "score";
+  const fs::path sample_dir = run.dpo_dir / "sample";
   if (!run.steps.skip("score", score_dir, run.settings)) {
-    ScoredSamples s = score_samples(run);
-    write_file_atomic(score_dir / "pairs.jsonl", s.pairs_lines);
-    write_json(score_dir / "report.json", {{"pairs", s.pairs}, {"tie_tasks", s.ties}});
-    run.steps.log(fmt::format("score: {} preference pairs, {} tasks skipped as ties (D7)", s.pairs, s.ties));
+    CandidateStats train = score_samples(run, sample_dir / "candidates.jsonl", run.data_dir / "param_train.jsonl",
+                                         score_dir / "pairs.jsonl");
+    CandidateStats test = score_samples(run, sample_dir / "candidates_test.jsonl", run.data_dir / "param_test.jsonl",
+                                        score_dir / "pairs_test.jsonl");
+    json report = candidate_stats_json(train);
+    report["test"] = candidate_stats_json(test);
+    write_json(score_dir / "report.json", report);
+    run.steps.log(fmt::format("score: {} preference pairs from {} tasks ({} tied, no pair: D7), mean reward spread "
+                              "{:.3f}; {} test pairs for the DPO evaluation",
+                              train.pairs, train.tasks, train.tie_tasks, train.mean_spread, test.pairs));
     run.steps.mark("score", score_dir, run.settings);
   }
   json score_report = json::parse(read_file(score_dir / "report.json"));
-  run.report.preference_pairs = score_report.at("pairs").get<int>();
-  run.report.tie_tasks = score_report.at("tie_tasks").get<int>();
+  run.report.candidates = candidate_stats_from_json(score_report);
+  run.report.preference_pairs = run.report.candidates.pairs;
+  run.report.tie_tasks = run.report.candidates.tie_tasks;
 }
 
 // The preference pairs the score step wrote.
 std::vector<PreferenceExample> read_preference_pairs(const fs::path& file) {
   std::vector<PreferenceExample> pairs;
+  if (!fs::exists(file)) return pairs;
   const std::string pairs_text = read_file(file);  // the lines below point into it
   for (std::string_view line : split_lines(pairs_text)) {
     if (trim(line).empty()) continue;
@@ -351,21 +658,40 @@ std::vector<PreferenceExample> read_preference_pairs(const fs::path& file) {
   return pairs;
 }
 
-// dpo: DPO from the SFT model on the preference pairs; with no pair the DPO model is the SFT model.
+// dpo: DPO from the SFT model on the preference pairs; with no pair (or 0 epochs) the DPO model is the SFT model.
 void dpo_step(PipelineRun& run) {
   run.settings += train_json(run.o.dpo).dump();
   if (run.steps.skip("dpo", run.dpo_dir, run.settings)) return;
   std::vector<PreferenceExample> pairs = read_preference_pairs(run.dpo_dir / "score" / "pairs.jsonl");
+  std::vector<PreferenceExample> eval = read_preference_pairs(run.dpo_dir / "score" / "pairs_test.jsonl");
   auto model = PumaModel::open(run.sft_dir / "model", {}, run.o.model);
-  if (pairs.empty()) {
-    run.steps.log("dpo: no preference pairs (every task's candidates tied); the DPO model is the SFT model");
+  if (pairs.empty() || run.o.dpo.epochs == 0) {
+    run.steps.log(pairs.empty() ? "dpo: no preference pairs (every task's candidates tied); the DPO model is the SFT model"
+                                : "dpo: 0 epochs (no DPO); the DPO model is the SFT model");
+    write_json(run.dpo_dir / "train.json", {{"steps", 0}, {"pairs", pairs.size()}});
   } else {
-    TrainReport r = model->dpo(pairs, run.dpo_dir / "work", run.dpo_options);
+    TrainOptions opts = run.dpo_options;
+    if (opts.lora) {
+      opts.adapter_dir = run.dpo_dir / "adapter";
+      opts.adapter_base_model = (run.sft_dir / "model").string();
+    }
+    run.steps.log(fmt::format("dpo: {} pairs, {} evaluation pairs", pairs.size(), eval.size()));
+    claim_work_dir(run.dpo_dir / "work", run.settings);
+    TrainReport r = model->dpo(pairs, eval, run.dpo_dir / "work", opts);
     if (r.cancelled) {
       run.report.cancelled = true;
       return;
     }
-    run.steps.log(fmt::format("dpo: {} steps, loss {:.4f}, {:.1f} s", r.steps, r.train_loss, r.seconds));
+    json j = train_report_json(r);
+    j["pairs"] = pairs.size();
+    j["eval_pairs"] = eval.size();
+    write_json(run.dpo_dir / "train.json", j);
+    run.steps.log(fmt::format("dpo: {} steps, loss {:.4f}, {:.1f} s{}", r.steps, r.train_loss, r.seconds,
+                              r.have_eval_preferences
+                                  ? fmt::format("; eval loss {:.4f}, margin {:.3f}, accuracy {:.3f}, KL {:.4f}",
+                                                r.eval_preferences.loss, r.eval_preferences.margin,
+                                                r.eval_preferences.accuracy, r.eval_preferences.kl)
+                                  : ""));
   }
   model->save(run.dpo_dir / "model");
   run.steps.mark("dpo", run.dpo_dir, run.settings);
@@ -387,28 +713,71 @@ constexpr PipelineStep kSteps[] = {{"tokenizer", tokenizer_step}, {"prepare", pr
                                    {"sample", sample_step},       {"score", score_step},
                                    {"dpo", dpo_step},             {"eval-dpo", eval_dpo_step}};
 
+// The settings a report names, written at each run (the steps' `.done` files hold them as they ran).
+json options_json(const PipelineOptions& o, const PipelineContext& ctx) {
+  json j = {{"preset", o.preset},
+            {"base_model", o.base_model.empty() ? "(from scratch)" : o.base_model.string()},
+            {"seed", o.seed},
+            {"embedder", ctx.embedder ? ctx.embedder->name() : ""},
+            {"search_labels", o.search_labels},
+            {"memory", {{"k", o.prepare.memory.k}, {"tokens", o.prepare.memory.max_tokens}}},
+            {"sft_mode", std::string(to_string(o.sft_mode))},
+            {"sft_weights", to_string(o.sft_weights)},
+            {"sft", train_json(o.sft)},
+            {"dpo", train_json(o.dpo)},
+            {"samples", o.samples},
+            {"sample_temperature", o.sample_temperature},
+            {"sample_beams", o.sample_beams},
+            {"max_new_tokens", o.max_new_tokens},
+            {"train_limit", o.train_limit},
+            {"test_limit", o.test_limit},
+            {"sample_limit", o.sample_limit},
+            {"dpo_eval_tasks", o.dpo_eval_tasks},
+            {"device", o.model.device},
+            {"dtype", o.model.dtype}};
+  if (o.base_model.empty()) {
+    j["shape"] = shape_json(o.shape);
+    j["vocab"] = o.tiny_vocab_size;
+  }
+  return j;
+}
+
 }  // namespace
 
 FastTestResult evaluate_model(PumaModel& model, const PipelineContext& ctx, const PipelineOptions& o,
                               const std::vector<const data::Task*>& tasks, const fs::path& dir) {
   const data::Dataset& ds = *ctx.ds;
   auto counter = agents::tokenizer_token_counter(model.shared_tokenizer());
-  std::vector<std::string> function_prompts;
-  for (const data::Task* t : tasks) function_prompts.push_back(agents::puma_function_prompt(t->instruction));
-  GenerateConfig g;
-  g.max_new_tokens = o.function_max_new_tokens;
-  auto generated = model.generate(function_prompts, g);
   std::map<std::string, std::string, std::less<>> functions, params;
   json functions_json = json::object(), params_json = json::object();
+  GenerateConfig g;
+  g.batch_size = 8;
+  if (!o.function_file.empty()) {
+    Predictions given = read_predictions(o.function_file);
+    for (const data::Task* t : tasks) {
+      auto it = given.find(t->instruction);
+      std::string fn = it == given.end() || it->second.empty() ? "" : std::string(trim(it->second.front()));
+      functions[t->instruction] = fn;
+      functions_json[t->instruction] = json::array({fn});
+    }
+  } else {
+    std::vector<std::string> function_prompts;
+    for (const data::Task* t : tasks) function_prompts.push_back(agents::puma_function_prompt(t->instruction));
+    g.max_new_tokens = o.function_max_new_tokens;
+    auto generated = model.generate(function_prompts, g);
+    for (std::size_t i = 0; i < tasks.size(); ++i) {
+      std::string text = agents::puma_generated_part(generated[i].at(0), "### Tool:\n");
+      std::string fn(trim(std::string_view(text).substr(0, text.find('\n'))));
+      functions[tasks[i]->instruction] = fn;
+      functions_json[tasks[i]->instruction] = json::array({fn});
+    }
+  }
   std::vector<std::string> param_prompts;
-  for (std::size_t i = 0; i < tasks.size(); ++i) {
-    std::string text = agents::puma_generated_part(generated[i].at(0), "### Tool:\n");
-    std::string fn(trim(std::string_view(text).substr(0, text.find('\n'))));
-    functions[tasks[i]->instruction] = fn;
-    functions_json[tasks[i]->instruction] = json::array({fn});
+  for (const data::Task* t : tasks) {
+    const std::string& fn = functions[t->instruction];
     std::optional<data::TaskType> type = env::task_type_of_function(fn);
-    std::string memory = agents::puma_memory(ds, *tasks[i], type, *ctx.embedder, o.prepare.memory, *counter);
-    param_prompts.push_back(agents::puma_param_prompt(agents::puma_instruction_text(ds, *tasks[i], type), memory, fn));
+    std::string memory = agents::puma_memory(ds, *t, type, *ctx.embedder, o.prepare.memory, *counter);
+    param_prompts.push_back(agents::puma_param_prompt(agents::puma_instruction_text(ds, *t, type), memory, fn));
   }
   g.max_new_tokens = o.max_new_tokens;
   auto param_texts = model.generate(param_prompts, g);
@@ -421,6 +790,13 @@ FastTestResult evaluate_model(PumaModel& model, const PipelineContext& ctx, cons
   write_json(dir / "functions.json", functions_json);
   write_json(dir / "params.json", params_json);
   FastTestResult r = fast_test(*ctx.env, tasks, functions, params);
+  std::string lines;
+  for (const FastTestTask& t : r.tasks)
+    lines += json{{"task", t.task}, {"type", std::string(data::to_string(t.type))}, {"function", t.function},
+                  {"f", t.f}, {"r", t.r}}
+                 .dump() +
+             "\n";
+  write_file_atomic(dir / "scores.jsonl", lines);
   write_json(dir / "fast_test.json", fast_test_json(r));
   return r;
 }
@@ -441,12 +817,16 @@ PipelineReport run_pipeline(const PipelineContext& ctx, const PipelineOptions& o
     throw UsageError(fmt::format("unknown pipeline step '{}' (steps: {})", until, fmt::join(steps, ", ")));
   if (o.search_labels == "llm" && !ctx.search_labeler)
     throw UsageError("search labels from an LLM need --model (or use --search-labels heuristic)");
+  if (o.samples < 1) throw UsageError("samples must be at least 1");
   PipelineReport report;
   PipelineRun run(ctx, o, report);
+  fs::create_directories(o.out);
+  write_json(o.out / "options.json", options_json(o, ctx));
   for (const PipelineStep& step : kSteps) {
     step.run(run);
     if (report.cancelled || step.name == until) break;  // cancelled: the same command resumes
   }
+  write_pipeline_report(o.out);
   return report;
 }
 

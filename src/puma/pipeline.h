@@ -1,12 +1,13 @@
 // src/puma/pipeline.h: PUMA's whole training pipeline as resumable steps (reference §5; D6–D9):
 //
-//   tokenizer (tiny preset only) → prepare → sft → eval-sft → sample → score → dpo → eval-dpo
+//   tokenizer (from-scratch presets only) → prepare → sft → eval-sft → sample → score → dpo → eval-dpo
 //
 // Each step writes into its own folder under the output directory and marks itself done with a `.done` file that
-// holds the step's settings; a later run skips a done step with the same settings and redoes one whose settings
-// changed (and every step after it). SFT and DPO also resume mid-training from their checkpoints. The evaluation
-// is the offline fast test (§3.5): greedy function, then greedy parameter with the runtime agent's prompt for the
-// predicted function (D9), executed in the environment. docs/puma.md describes the layout and the presets.
+// holds the settings of every step up to it; a later run skips a done step with the same settings and redoes one
+// whose settings changed (and every step after it). SFT and DPO also resume mid-training from their checkpoints.
+// The evaluation is the offline fast test (§3.5): greedy function, then greedy parameter with the runtime agent's
+// prompt for the predicted function (D9), executed in the environment. After the steps, report.json and report.md
+// in the output directory gather what every step measured. docs/puma.md describes the layout and the presets.
 #pragma once
 #include <atomic>
 #include <filesystem>
@@ -17,39 +18,82 @@
 #include "data/dataset.h"
 #include "embed/embedder.h"
 #include "env/environment.h"
+#include "llm/chat.h"
 #include "puma/model.h"
 #include "puma/prepare.h"
 #include "puma/scoring.h"
 
 namespace pwab::puma {
 
+//! What the SFT step trains on (the original's --train_on).
+enum class SftMode { kFunction, kParam, kFunctionParam };
+std::string_view to_string(SftMode mode);
+//! "function" / "param" / "function_param"; UsageError otherwise.
+SftMode parse_sft_mode(std::string_view text);
+
+//! Repeat weights of the SFT data by kind of example (PipelineOptions::sft_weights).
+struct SftWeights {
+  double function = 1, search = 1, recommend = 1, review = 1;
+};
+//! "function=0.25,search=3": the named weights changed from `base`; UsageError for an unknown name or a negative
+//! or unreadable value.
+SftWeights parse_sft_weights(std::string_view text, SftWeights base = {});
+std::string to_string(const SftWeights& weights);
+
 //! Every setting of a pipeline run (echoed into each step's `.done`).
 struct PipelineOptions {
+  std::string preset = "tiny";  //!< the preset these settings started from (reports only)
   std::filesystem::path out;
-  //! The model to fine-tune: a Hugging Face directory; empty = the tiny preset (a small model trained from
-  //! scratch over a sentencepiece vocabulary learnt from the dataset's text).
+  //! The model to fine-tune: a Hugging Face directory; empty = a model trained from scratch (the tiny and cpu
+  //! presets) of `shape` over a sentencepiece vocabulary learnt from the dataset's text.
   std::filesystem::path base_model;
   int tiny_vocab_size = 2000;
+  ModelShape shape{};
   uint64_t seed = 1;
   ModelOptions model{};
   PrepareOptions prepare{};
+  SftMode sft_mode = SftMode::kFunctionParam;
   TrainOptions sft{};
   TrainOptions dpo{};
-  int samples = 10;              //!< candidates per train task (beam-sample)
+  int samples = 10;              //!< candidates per task (beam-sample, or n from a server)
   double sample_temperature = 1.5;
-  int max_new_tokens = 256;      //!< parameters; functions get 32
+  int sample_top_k = 50;
+  //! Beam-sample (the original: num_beams = samples, do_sample) when true; independent samples when false.
+  bool sample_beams = true;
+  int max_new_tokens = 256;      //!< parameters; functions get function_max_new_tokens
   int function_max_new_tokens = 32;
-  //! Copies of each function-identification example in the SFT data (the original: 1). The tiny preset uses 4:
-  //! a from-scratch model learns the short function prompts too slowly next to the long parameter prompts.
-  int function_repeats = 1;
+  //! How often each kind of example enters the SFT data (the original: 1 each). A weight w keeps every example
+  //! floor(w) times and a fixed pseudo-random share w − floor(w) of them once more (0.25: a quarter of them). The
+  //! from-scratch presets shift the budget: the tiny one repeats the short function prompts (a new model learns
+  //! them slowly next to the long parameter prompts), the cpu one spends it on search, the hardest to learn.
+  SftWeights sft_weights{};
   int train_limit = 0;           //!< use only the first N train tasks (0 = all): smoke runs
   int test_limit = 0;            //!< evaluate on the first N test tasks (0 = all)
+  int sample_limit = 0;          //!< sample DPO candidates for the first N train parameter examples (0 = all)
+  //! Test tasks sampled and scored like the train ones, for the DPO evaluation pairs (eval loss, margin, KL); 0 =
+  //! none. They are never trained on.
+  int dpo_eval_tasks = 128;
   std::string search_labels = "heuristic";  //!< "heuristic" or "llm" (then `search_labeler` is set)
-  //! The tiny preset's settings: short memory, a few epochs with a larger learning rate, no LoRA.
+  //! Evaluation functions from this file (`{instruction: tool}` or `{instruction: [tool, ...]}`) instead of the
+  //! model's own predictions: the ablation row "w/o SFT" keeps the full PUMA's functions.
+  std::filesystem::path function_file;
+  //! Steps done with the same settings in this other pipeline directory are taken over (hard links) instead of
+  //! run again: the ablation's variants reuse the full run's tokenizer, data and models.
+  std::filesystem::path reuse_from;
+
+  //! A small model trained from scratch (hidden 64, 2 layers): short memory, a few epochs, no LoRA. Runs in
+  //! minutes; learns the functions, not yet the parameters.
   static PipelineOptions tiny_preset();
-  //! The paper's settings for a LLaMA-2-7B base (§5.3, §5.5): LoRA r16/α32, SFT 10 epochs lr 3e-4 batch 1 × 16,
-  //! DPO 5 epochs lr 5e-5, beta 0.1, 10 beams at temperature 1.5, 768-token memory of 100 behaviours.
+  //! The CPU experiment (docs/puma.md "A PUMA that learns on a CPU"): a larger from-scratch model, prompts with a
+  //! short memory, SFT long enough to learn to write queries, and a gentle DPO on LoRA adapters; the full
+  //! synthetic dataset end to end in under an hour on 2 cores.
+  static PipelineOptions cpu_preset();
+  //! The paper's settings for a LLaMA-2-7B base (§5.3, §5.5): LoRA r16/α32 with modules_to_save, SFT 10 epochs
+  //! lr 3e-4 (the script; the paper's text says 4e-3) batch 1 × 16, DPO 5 epochs lr 5e-5 batch 1 × 16, β 0.1,
+  //! max length 1024 with prompts cut to 768, 10 beams at temperature 1.5, 768-token memory of 100 behaviours.
   static PipelineOptions paper_preset();
+  //! The preset of this name ("tiny", "cpu", "paper"); UsageError otherwise.
+  static PipelineOptions preset_named(const std::string& name);
 };
 
 //! What the pipeline reads and reports to.
@@ -58,9 +102,26 @@ struct PipelineContext {
   const embed::Embedder* embedder = nullptr;
   const env::Environment* env = nullptr;
   SearchLabeler search_labeler;                         //!< the LLM labeler when search_labels == "llm"
+  //! When set, the sample step asks this OpenAI-compatible completions model for the candidates (n samples per
+  //! prompt at the sampling temperature) instead of generating them in-process: 7B sampling on vLLM.
+  llm::ChatModel* sample_model = nullptr;
+  std::string sample_model_name;
   std::function<void(const std::string&)> log;          //!< one line per event
   std::function<void(const TrainProgress&)> progress;   //!< training progress
   const std::atomic<bool>* cancel = nullptr;
+};
+
+//! How the sampled candidates scored (the score step), over the tasks that had candidates.
+struct CandidateStats {
+  int tasks = 0;
+  int pairs = 0;
+  int tie_tasks = 0;           //!< tasks whose candidates all scored the same (D7: no pair)
+  double mean_distinct = 0;    //!< distinct candidates per task
+  double mean_best = 0;        //!< mean of each task's best score
+  double mean_worst = 0;
+  double mean_spread = 0;      //!< mean best − worst
+  double mean_margin = 0;      //!< mean chosen − rejected score over the pairs
+  double tie_share() const { return tasks ? static_cast<double>(tie_tasks) / tasks : 0; }
 };
 
 //! The outcome of the evaluation steps.
@@ -70,6 +131,7 @@ struct PipelineReport {
   bool have_sft = false, have_dpo = false;
   int preference_pairs = 0;
   int tie_tasks = 0;  //!< train tasks whose candidates all scored the same (D7: no pair)
+  CandidateStats candidates;  //!< train tasks
   std::vector<std::string> skipped_steps;  //!< done before with the same settings
   std::vector<std::string> ran_steps;
   bool cancelled = false;
@@ -78,15 +140,22 @@ struct PipelineReport {
 //! The step names in order.
 const std::vector<std::string>& pipeline_steps();
 
-//! Runs the steps from the first to `until` (inclusive; "" = all), skipping done ones. UsageError for an unknown
-//! step name or a bad setting; the run can be interrupted (context.cancel) and resumed with the same command.
+//! Runs the steps from the first to `until` (inclusive; "" = all), skipping done ones, then writes report.json
+//! and report.md. UsageError for an unknown step name or a bad setting; the run can be interrupted
+//! (context.cancel) and resumed with the same command.
 PipelineReport run_pipeline(const PipelineContext& context, const PipelineOptions& options,
                             const std::string& until = "");
 
-//! The fast test of a model on test tasks: functions by the function prompt, parameters by the runtime agent's
-//! prompt for the predicted function (D9), greedy. Writes functions.json and params.json into `dir` (the
-//! original's `{instruction: [text]}` files) and returns the result.
+//! The fast test of a model on test tasks: functions by the function prompt (or from options.function_file),
+//! parameters by the runtime agent's prompt for the predicted function (D9), greedy. Writes functions.json and
+//! params.json into `dir` (the original's `{instruction: [text]}` files), scores.jsonl (one line a task: task,
+//! type, function, f, r) and fast_test.json, and returns the result.
 FastTestResult evaluate_model(PumaModel& model, const PipelineContext& context, const PipelineOptions& options,
                               const std::vector<const data::Task*>& tasks, const std::filesystem::path& dir);
+
+//! Writes `dir`/report.json and `dir`/report.md from what the steps left in `dir`: settings, per-step times,
+//! the SFT and DPO curves (train and eval loss; DPO margin, accuracy, rewards and KL), the candidate statistics
+//! and the fast tests. Returns the Markdown.
+std::string write_pipeline_report(const std::filesystem::path& dir);
 
 }  // namespace pwab::puma

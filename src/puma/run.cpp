@@ -1,15 +1,71 @@
 // PUMA's pipeline over a dataset's environment (run.h).
 #include "puma/run.h"
 
+#include <fmt/format.h>
+
+#include "core/error.h"
+#include "core/text.h"
 #include "data/loader.h"
 #include "env/services.h"
 #include "models/torch_models.h"
 
 namespace pwab::puma {
 
+std::string_view to_string(SftMode mode) {
+  switch (mode) {
+    case SftMode::kFunction: return "function";
+    case SftMode::kParam: return "param";
+    case SftMode::kFunctionParam: return "function_param";
+  }
+  return "?";
+}
+
+SftMode parse_sft_mode(std::string_view text) {
+  if (text == "function") return SftMode::kFunction;
+  if (text == "param") return SftMode::kParam;
+  if (text == "function_param") return SftMode::kFunctionParam;
+  throw UsageError("SFT mode must be function, param or function_param (the original's --train_on), not '" +
+                   std::string(text) + "'");
+}
+
+SftWeights parse_sft_weights(std::string_view text, SftWeights w) {
+  for (const std::string& piece : split_trim(text, ',')) {
+    std::string_view item = piece;
+    if (item.empty()) continue;
+    const std::size_t eq = item.find('=');
+    const std::string name(trim(item.substr(0, eq == std::string_view::npos ? item.size() : eq)));
+    double value = -1;
+    if (eq != std::string_view::npos) {
+      try {
+        std::size_t used = 0;
+        const std::string number(trim(item.substr(eq + 1)));
+        value = std::stod(number, &used);
+        if (used != number.size()) value = -1;
+      } catch (const std::exception&) {
+        value = -1;
+      }
+    }
+    if (!(value >= 0))
+      throw UsageError("--sft-weights takes kind=weight pairs with weights ≥ 0 (e.g. function=0.25,search=3), not '" +
+                       std::string(item) + "'");
+    if (name == "function") w.function = value;
+    else if (name == "search") w.search = value;
+    else if (name == "recommend") w.recommend = value;
+    else if (name == "review") w.review = value;
+    else throw UsageError("--sft-weights: unknown kind '" + name + "' (function, search, recommend, review)");
+  }
+  return w;
+}
+
+std::string to_string(const SftWeights& w) {
+  return fmt::format("function={:g},search={:g},recommend={:g},review={:g}", w.function, w.search, w.recommend,
+                     w.review);
+}
+
 // The presets are plain settings, here rather than in pipeline.cpp (libtorch) so the front end can build them.
 PipelineOptions PipelineOptions::tiny_preset() {
   PipelineOptions o;
+  o.preset = "tiny";
   o.prepare.memory.k = 20;
   o.prepare.memory.max_tokens = 192;
   o.sft.epochs = 4;
@@ -25,40 +81,116 @@ PipelineOptions PipelineOptions::tiny_preset() {
   o.dpo.batch_size = 4;
   o.samples = 4;
   o.max_new_tokens = 48;
-  o.function_repeats = 4;
+  o.sft_weights.function = 4;
+  o.dpo_eval_tasks = 32;
+  return o;
+}
+
+PipelineOptions PipelineOptions::cpu_preset() {
+  PipelineOptions o;
+  o.preset = "cpu";
+  // A vocabulary where most words are one piece, and an output layer tied to the embeddings: writing a query means
+  // copying words of the instruction, which a tied model learns several times faster (docs/puma.md).
+  o.tiny_vocab_size = 8000;
+  o.shape = {128, 4, 4, 2, 344, /*tie_embeddings=*/true};
+  o.prepare.memory.k = 20;
+  o.prepare.memory.max_tokens = 64;
+  o.prepare.recommend_length = 5;
+  o.sft.epochs = 5;
+  o.sft.learning_rate = 2e-3;
+  o.sft.batch_size = 16;
+  o.sft.accumulation_steps = 1;
+  o.sft.warmup_ratio = 0.05;
+  o.sft.max_length = 320;
+  o.sft.group_by_length = true;
+  o.sft.lora = false;
+  o.sft.eval_every = 300;
+  o.sft.log_every = 20;
+  // the budget goes to search, the hardest to learn; functions are learnt from a quarter of their examples
+  o.sft_weights = {0.25, 3, 0.5, 0.5};
+  o.dpo = o.sft;
+  o.dpo.epochs = 1;
+  o.dpo.learning_rate = 5e-4;
+  o.dpo.batch_size = 8;
+  o.dpo.warmup_ratio = 0.1;
+  o.dpo.lora = true;  // a LoRA on the SFT model: the function prompts stay as SFT left them
+  o.dpo.lora_modules_to_save = false;
+  o.dpo.lora_r = 16;
+  o.dpo.lora_alpha = 32;
+  o.dpo.dpo_beta = 0.1;
+  o.dpo.eval_every = 50;
+  o.dpo.log_every = 10;
+  o.samples = 4;
+  o.sample_beams = false;
+  o.sample_temperature = 1.0;
+  o.max_new_tokens = 96;
+  o.sample_limit = 3000;
+  o.dpo_eval_tasks = 256;
   return o;
 }
 
 PipelineOptions PipelineOptions::paper_preset() {
   PipelineOptions o;
+  o.preset = "paper";
   o.sft.epochs = 10;
   o.sft.learning_rate = 3e-4;
   o.sft.batch_size = 1;
   o.sft.accumulation_steps = 16;
   o.sft.max_length = 1280;
+  o.sft.log_every = 10;  // the original's logging_steps
   o.dpo = o.sft;
   o.dpo.epochs = 5;
   o.dpo.learning_rate = 5e-5;
   o.dpo.max_length = 1024;
+  o.dpo.max_prompt_length = 768;
   o.samples = 10;
   o.sample_temperature = 1.5;
+  o.dpo_eval_tasks = 0;  // the original had no DPO test pairs; --dpo-eval-tasks N adds them
   return o;
 }
 
-PipelineReport run_training(const TrainingConfig& config, const runner::RunModels& models, const TrainingHooks& hooks) {
-  data::Dataset ds = data::load_dataset(config.data);
-  env::DatasetEnvironment world =
-      env::open_environment(ds, config.data, {config.index_dir, config.checkpoint, hooks.status},
-                            env::open_embedder(config.embedder, ds, config.data), config.top_k);
+PipelineOptions PipelineOptions::preset_named(const std::string& name) {
+  if (name == "tiny") return tiny_preset();
+  if (name == "cpu") return cpu_preset();
+  if (name == "paper") return paper_preset();
+  throw UsageError("--preset must be tiny, cpu or paper, not '" + name + "'");
+}
+
+struct TrainingSession::Impl {
+  data::Dataset ds;
+  env::DatasetEnvironment world;
   PipelineContext ctx;
-  ctx.ds = &ds;
-  ctx.embedder = world.embedder.get();
-  ctx.env = world.environment.get();
+};
+
+TrainingSession::TrainingSession(const TrainingConfig& config, const runner::RunModels& models,
+                                 const TrainingHooks& hooks)
+    : impl_(std::make_unique<Impl>()) {
+  impl_->ds = data::load_dataset(config.data);
+  impl_->world = env::open_environment(impl_->ds, config.data, {config.index_dir, config.checkpoint, hooks.status},
+                                       env::open_embedder(config.embedder, impl_->ds, config.data), config.top_k);
+  PipelineContext& ctx = impl_->ctx;
+  ctx.ds = &impl_->ds;
+  ctx.embedder = impl_->world.embedder.get();
+  ctx.env = impl_->world.environment.get();
   if (models.agent_model) ctx.search_labeler = llm_search_labeler(*models.agent_model, models.agent_model_name);
+  ctx.sample_model = config.sample_model.get();
+  ctx.sample_model_name = config.sample_model_name;
   ctx.log = hooks.log;
   ctx.progress = hooks.progress;
   ctx.cancel = hooks.cancel;
-  return models::torch_models().run_puma_pipeline(ctx, config.pipeline, config.until);
+}
+
+TrainingSession::~TrainingSession() = default;
+
+PipelineReport TrainingSession::run(const PipelineOptions& options, const std::string& until) {
+  return models::torch_models().run_puma_pipeline(impl_->ctx, options, until);
+}
+
+const data::Dataset& TrainingSession::dataset() const { return impl_->ds; }
+
+PipelineReport run_training(const TrainingConfig& config, const runner::RunModels& models, const TrainingHooks& hooks) {
+  TrainingSession session(config, models, hooks);
+  return session.run(config.pipeline, config.until);
 }
 
 }  // namespace pwab::puma

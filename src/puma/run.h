@@ -7,6 +7,7 @@
 #include <atomic>
 #include <filesystem>
 #include <functional>
+#include <memory>
 #include <string>
 
 #include "puma/pipeline.h"
@@ -22,6 +23,9 @@ struct TrainingConfig {
   int top_k = 10;
   PipelineOptions pipeline;
   std::string until;  //!< the last step to run ("" = every step)
+  //! Candidates for DPO from an OpenAI-compatible completions server (vLLM) instead of in-process sampling.
+  std::shared_ptr<llm::ChatModel> sample_model;
+  std::string sample_model_name;
 };
 
 struct TrainingHooks {
@@ -29,6 +33,23 @@ struct TrainingHooks {
   std::function<void(const std::string&)> log;         //!< the pipeline's events
   std::function<void(const TrainProgress&)> progress;  //!< training progress
   const std::atomic<bool>* cancel = nullptr;           //!< checkpoint and stop (resumable)
+};
+
+//! The dataset and its environment opened once, for one or several pipelines over them (the ablation runs many).
+class TrainingSession {
+ public:
+  //! Opens config.data and its environment (the pipeline settings in `config` are not used here).
+  TrainingSession(const TrainingConfig& config, const runner::RunModels& models, const TrainingHooks& hooks);
+  ~TrainingSession();
+  TrainingSession(const TrainingSession&) = delete;
+  TrainingSession& operator=(const TrainingSession&) = delete;
+  //! Runs a pipeline up to `until` ("" = every step) through the libtorch plugin.
+  PipelineReport run(const PipelineOptions& options, const std::string& until = "");
+  const data::Dataset& dataset() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
 };
 
 //! Runs the pipeline up to config.until. `models.agent_model`, when set, labels search tasks (search_labels llm).

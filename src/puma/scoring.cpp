@@ -2,9 +2,12 @@
 
 #include <fmt/format.h>
 
+#include <nlohmann/json.hpp>
 #include <set>
 
 #include "agents/puma_prompt.h"
+#include "core/error.h"
+#include "core/sys.h"
 #include "core/text.h"
 #include "env/tools.h"
 #include "runner/results.h"
@@ -58,25 +61,18 @@ std::string FastTestResult::table() const {
   return out;
 }
 
-FastTestResult fast_test(const env::Environment& env, const std::vector<const data::Task*>& tasks,
-                         const std::map<std::string, std::string, std::less<>>& functions,
-                         const std::map<std::string, std::string, std::less<>>& parameters) {
+FastTestResult FastTestResult::from_tasks(std::vector<FastTestTask> tasks) {
   FastTestResult result;
   std::map<std::string, std::pair<double, double>> sums;
   double f_all = 0, r_all = 0;
-  for (const data::Task* task : tasks) {
-    std::string type(data::to_string(task->type));
+  for (const FastTestTask& t : tasks) {
+    std::string type(data::to_string(t.type));
     ++result.by_type[type].total;
     ++result.overall.total;
-    auto fn = functions.find(task->instruction);
-    auto param = parameters.find(task->instruction);
-    if (fn == functions.end() || param == parameters.end()) continue;
-    if (env::task_type_of_function(trim(fn->second)) != task->type) continue;  // D3: only the exact tool
-    double r = score_parameter(env, *task, task->type, param->second);
-    sums[type].first += 1;
-    sums[type].second += r;
-    f_all += 1;
-    r_all += r;
+    sums[type].first += t.f;
+    sums[type].second += t.r;
+    f_all += t.f;
+    r_all += t.r;
   }
   for (auto& [type, row] : result.by_type) {
     row.function_acc = row.total ? sums[type].first / row.total : 0;
@@ -86,7 +82,78 @@ FastTestResult fast_test(const env::Environment& env, const std::vector<const da
     result.overall.function_acc = f_all / result.overall.total;
     result.overall.result_acc = r_all / result.overall.total;
   }
+  result.tasks = std::move(tasks);
   return result;
+}
+
+FastTestResult fast_test(const env::Environment& env, const std::vector<const data::Task*>& tasks,
+                         const std::map<std::string, std::string, std::less<>>& functions,
+                         const std::map<std::string, std::string, std::less<>>& parameters) {
+  Predictions fn, params;
+  for (const auto& [k, v] : functions) fn[k] = {v};
+  for (const auto& [k, v] : parameters) params[k] = {v};
+  return fast_test_candidates(env, tasks, fn, params);
+}
+
+FastTestResult fast_test_candidates(const env::Environment& env, const std::vector<const data::Task*>& tasks,
+                                    const Predictions& functions, const Predictions& parameters) {
+  std::vector<FastTestTask> scored;
+  for (const data::Task* task : tasks) {
+    FastTestTask t{runner::task_key(*task), task->type, "", 0, 0};
+    auto fn = functions.find(task->instruction);
+    auto param = parameters.find(task->instruction);
+    if (fn != functions.end() && !fn->second.empty()) t.function = std::string(trim(fn->second.front()));
+    if (fn != functions.end() && param != parameters.end() && !fn->second.empty() &&
+        env::task_type_of_function(t.function) == task->type) {  // D3: only the exact tool
+      t.f = 1;
+      for (const std::string& candidate : param->second) {
+        double r = score_parameter(env, *task, task->type, candidate);
+        if (task->type == data::TaskType::kReview || r > 0) t.r = r;  // test.py: the last that found the target
+      }
+    }
+    scored.push_back(std::move(t));
+  }
+  return FastTestResult::from_tasks(std::move(scored));
+}
+
+Predictions read_predictions(const std::filesystem::path& file) {
+  const std::string text = read_file(file);
+  nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
+  if (j.is_discarded()) throw DataError(file.string() + ": not JSON");
+  if (!j.is_object())
+    throw DataError(file.string() + ": expected an object {instruction: text or [text, ...]} (the original's "
+                    "functions / params file)");
+  Predictions out;
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    std::vector<std::string>& texts = out[it.key()];
+    if (it->is_string()) {
+      texts.push_back(it->get<std::string>());
+    } else if (it->is_array()) {
+      for (const auto& v : *it) {
+        if (!v.is_string())
+          throw DataError(file.string() + ": the predictions of instruction '" + it.key().substr(0, 60) +
+                          "' hold a non-string " + std::string(v.type_name()));
+        texts.push_back(v.get<std::string>());
+      }
+    } else {
+      throw DataError(file.string() + ": instruction '" + it.key().substr(0, 60) + "' maps to a " +
+                      std::string(it->type_name()) + ", expected a string or a list of strings");
+    }
+  }
+  return out;
+}
+
+std::string score_all_candidates_json(const env::Environment& env, const std::vector<const data::Task*>& tasks,
+                                      const Predictions& parameters) {
+  nlohmann::json out = nlohmann::json::object();
+  for (const data::Task* task : tasks) {
+    auto it = parameters.find(task->instruction);
+    if (it == parameters.end()) continue;
+    nlohmann::json scores = nlohmann::json::object();
+    for (const std::string& c : it->second) scores[c] = score_parameter(env, *task, task->type, c);
+    out[task->instruction] = std::move(scores);
+  }
+  return out.dump(2) + "\n";
 }
 
 }  // namespace pwab::puma

@@ -1,6 +1,7 @@
 // src/puma/scoring.h: scoring generated parameters by executing them in the environment (reference §3.5, §5.5;
 // decisions D2, D3, D7): the offline "fast test" of a PUMA model and the DPO candidate scores and pairs.
 #pragma once
+#include <filesystem>
 #include <map>
 #include <optional>
 #include <string>
@@ -44,12 +45,28 @@ struct FastTestRow {
   double function_acc = 0;
   double result_acc = 0;
 };
+//! One task of a fast test.
+struct FastTestTask {
+  std::string task;  //!< runner::task_key
+  data::TaskType type = data::TaskType::kSearch;
+  std::string function;  //!< the predicted function ("" when the task had no prediction)
+  double f = 0, r = 0;
+};
 struct FastTestResult {
   std::map<std::string, FastTestRow> by_type;  //!< "search", "recommend", "review"
   FastTestRow overall;
+  std::vector<FastTestTask> tasks;  //!< per task, in the order given
   //! The original's grid as text.
   std::string table() const;
+  //! The rows recomputed from `tasks`.
+  static FastTestResult from_tasks(std::vector<FastTestTask> tasks);
 };
+
+//! Predictions in the original's layout, by instruction: `{instruction: text}` or `{instruction: [text, ...]}`.
+using Predictions = std::map<std::string, std::vector<std::string>, std::less<>>;
+//! Reads a functions or params file of the original (test_llama.py's output). DataError naming the file and the
+//! instruction for anything else.
+Predictions read_predictions(const std::filesystem::path& file);
 
 //! The offline fast test (§3.5, D3): for each task, the predicted function (F = 1 iff it is exactly the true
 //! type's tool, trimmed; anything else F = R = 0) and its parameter, scored by score_parameter. A task missing
@@ -57,5 +74,16 @@ struct FastTestResult {
 FastTestResult fast_test(const env::Environment& env, const std::vector<const data::Task*>& tasks,
                          const std::map<std::string, std::string, std::less<>>& functions,
                          const std::map<std::string, std::string, std::less<>>& parameters);
+
+//! The original test.py on candidate lists (§3.5): the first function of each task; with several parameter
+//! candidates the score kept is the last candidate's that found the target (search, recommendation) or the last
+//! candidate's similarity (review), as test.py keeps them, not the best.
+FastTestResult fast_test_candidates(const env::Environment& env, const std::vector<const data::Task*>& tasks,
+                                    const Predictions& functions, const Predictions& parameters);
+
+//! test.py's DPO mode (§3.5): every candidate of every task scored with the task's true type, no function
+//! check: {instruction: {candidate: score}} as JSON text (equal candidates collapse, as in the original).
+std::string score_all_candidates_json(const env::Environment& env, const std::vector<const data::Task*>& tasks,
+                                      const Predictions& parameters);
 
 }  // namespace pwab::puma

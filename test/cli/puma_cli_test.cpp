@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "support/test_support.h"
 
@@ -78,6 +79,141 @@ TEST(PumaCli, TinyPipelineEndToEndResumableThenServesTheAgent) {
   EXPECT_EQ(run_binary("puma train --data " + data + " --out " + out + " --preset paper", &log), 2) << log;
   EXPECT_TRUE(has(log, "--base-model")) << log;
   EXPECT_EQ(run_binary("puma sft --data " + data + " --out " + out + " --search-labels gpt", &log), 2) << log;
+}
+
+std::string stdout_of(const std::string& args) {
+  TempDir out_dir;
+  std::string cmd = std::string(PWAB_BINARY) + " " + args + " > " + (out_dir / "out").string() + " 2> /dev/null";
+  std::system(cmd.c_str());
+  return pwab::test::read_text(out_dir / "out");
+}
+
+// The rest of issue 18's surface on the mini dataset: the paper preset's recipe check, a LoRA pipeline whose PEFT
+// adapter serves on top of its base model, no SFT with --sft-epochs 0, the exchange formats, the original's fast
+// test on the pipeline's own prediction files, `pwab lm`, the report and the ablation tables.
+TEST(PumaCli, PaperRecipeAdaptersExchangeFastTestLmAndAblation) {
+  TempDir dir;
+  const std::string data = (dir / "mini").string(), out = (dir / "tiny").string();
+  ASSERT_EQ(run_binary("data synth --out " + data + " --scale mini --seed 5"), 0);
+  ASSERT_EQ(run_binary("rec train " + data + " --epochs 2 --eval-every 0"), 0);
+  const std::string small = " --train-limit 40 --test-limit 12 --embedder hashing --sft-epochs 3";
+  std::string log;
+  ASSERT_EQ(run_binary("puma train --data " + data + " --out " + out + small + " --samples 3", &log), 0) << log;
+
+  // --preset paper is the paper's recipe or says what is missing; --accept-deviations opts out.
+  EXPECT_EQ(run_binary("puma train --data " + data + " --out " + (dir / "p").string() + " --preset paper --base-model " +
+                           out + "/sft/model",
+                       &log),
+            2)
+      << log;
+  EXPECT_TRUE(has(log, "--search-labels llm")) << log;
+  EXPECT_TRUE(has(log, "--embedder minilm:DIR")) << log;
+  EXPECT_TRUE(has(log, "--accept-deviations")) << log;
+  // The paper preset on the tiny model as its base: LoRA training saves PEFT adapters beside the merged models.
+  const std::string paper = (dir / "paper").string();
+  ASSERT_EQ(run_binary("puma train --data " + data + " --out " + paper + " --preset paper --accept-deviations "
+                           "--base-model " + out + "/sft/model --train-limit 16 --test-limit 6 --embedder hashing "
+                           "--sft-epochs 1 --dpo-epochs 1 --grad-accum 4 --samples 2 --max-new-tokens 12 "
+                           "--memory-tokens 192 --max-length 384 --dpo-max-length 320 --dpo-max-prompt-length 256 "
+                           "--lora-r 4 --lora-alpha 8",
+                       &log),
+            0)
+      << log;
+  for (const char* f : {"sft/adapter/adapter_config.json", "sft/adapter/adapter_model.safetensors",
+                        "sft/model/model.safetensors"})
+    EXPECT_TRUE(fs::exists(fs::path(paper) / f)) << f;
+  Json adapter = read_json(fs::path(paper) / "sft" / "adapter" / "adapter_config.json");
+  EXPECT_EQ(adapter["r"], 4);
+  EXPECT_EQ(adapter["modules_to_save"].size(), 5u);
+  // base + adapter scores a completion as the merged model does
+  const std::string prompt = "\"### Instruction:Find a kettle\n\n### Tool:\n\"", completion = "search_product_by_query";
+  Json merged = Json::parse(stdout_of("lm score --model " + paper + "/sft/model --prompt " + prompt + " --completion " +
+                                      completion));
+  Json adapted = Json::parse(stdout_of("lm score --model " + out + "/sft/model --adapter " + paper +
+                                       "/sft/adapter --prompt " + prompt + " --completion " + completion));
+  EXPECT_NEAR(merged["logprob"].get<double>(), adapted["logprob"].get<double>(), 1e-3) << merged << adapted;
+  EXPECT_EQ(merged["tokens"], adapted["tokens"]);
+  // and serves the puma agent in-process
+  ASSERT_EQ(run_binary("run --quiet --data " + data + " --agent puma --model puma --local-model " + out +
+                           "/sft/model --local-adapter " + paper + "/sft/adapter --agent-opt memory_tokens=192 "
+                           "--memory-length 20 --agent-opt max_new_tokens=12 --embedder hashing --tasks 0:3 --out " +
+                           (dir / "runs-adapter").string(),
+                       &log),
+            0)
+      << log;
+  EXPECT_TRUE(has(pwab::test::read_text(dir / "runs-adapter" / "manifest.json"), "adapter")) << "manifest";
+  EXPECT_EQ(run_binary("run --data " + data + " --agent puma --model puma --local-adapter " + paper + "/sft/adapter",
+                       &log),
+            2)
+      << log;
+
+  // --sft-epochs 0 is no SFT: the base model goes on unchanged.
+  ASSERT_EQ(run_binary("puma sft --data " + data + " --out " + (dir / "nosft").string() +
+                           " --train-limit 40 --test-limit 12 --embedder hashing --sft-epochs 0",
+                       &log),
+            0)
+      << log;
+  EXPECT_EQ(read_json(dir / "nosft" / "sft" / "train.json")["steps"], 0);
+
+  // Export for the other engines.
+  for (const char* format : {"trl", "llamafactory", "original"})
+    EXPECT_EQ(run_binary("puma export --out " + out + " --to " + (dir / format).string() + " --format " + format, &log),
+              0)
+        << log;
+  Json info = read_json(dir / "llamafactory" / "dataset_info.json");
+  EXPECT_EQ(info["puma_dpo"]["ranking"], true);
+  EXPECT_EQ(read_json(dir / "original" / "param_data.json")["train"].size(), 40u);
+  EXPECT_EQ(run_binary("puma export --out " + out + " --to " + (dir / "x").string() + " --format csv", &log), 2) << log;
+
+  // The original's fast test on the pipeline's own prediction files gives the pipeline's per-task scores.
+  const std::string scored = (dir / "fast.json").string();
+  ASSERT_EQ(run_binary("puma fast-test --data " + data + " --functions " + out + "/dpo/eval/functions.json --params " +
+                           out + "/dpo/eval/params.json --embedder hashing --json " + scored,
+                       &log),
+            0)
+      << log;
+  EXPECT_TRUE(has(log, "Tool Accuracy Avg")) << log;
+  EXPECT_TRUE(has(log, "have no prediction in the files")) << log;  // only the first 12 test tasks were evaluated
+  Json fast = read_json(scored);
+  std::istringstream scores(pwab::test::read_text(fs::path(out) / "dpo" / "eval" / "scores.jsonl"));
+  std::size_t i = 0;
+  for (std::string line; std::getline(scores, line); ++i) {
+    Json t = Json::parse(line);
+    EXPECT_EQ(fast["tasks"][i]["task"], t["task"]);
+    EXPECT_NEAR(fast["tasks"][i]["r"].get<double>(), t["r"].get<double>(), 1e-9) << t;
+  }
+  EXPECT_EQ(i, 12u);
+  EXPECT_EQ(run_binary("puma fast-test --data " + data + " --params " + out + "/dpo/eval/params.json --dpo-out " +
+                           (dir / "dpo_scores.json").string() + " --embedder hashing",
+                       &log),
+            0)
+      << log;
+  EXPECT_EQ(read_json(dir / "dpo_scores.json").size(), 12u);
+
+  // `pwab lm`: generation and a usage error.
+  EXPECT_EQ(run_binary("lm generate --model " + out + "/sft/model --prompt " + prompt + " --max-new-tokens 16", &log), 0)
+      << log;
+  // The model is small and briefly trained: a function name begins, it need not be spelled out in 16 tokens.
+  EXPECT_TRUE(has(log, "search_product") || has(log, "add_product") || has(log, "get_recommend")) << log;
+  EXPECT_EQ(run_binary("lm generate --model " + out + "/sft/model --samples 2 --prompt x", &log), 2) << log;
+  EXPECT_EQ(run_binary("lm score --model " + (dir / "missing").string() + " --prompt a --completion b", &log), 1) << log;
+
+  // The report, rebuilt from the files.
+  EXPECT_TRUE(has(stdout_of("puma report --out " + out), "# PUMA pipeline report"));
+
+  // Tables 5 and 6 on a slice of the data, finished steps reused.
+  const std::string ablation = (dir / "ablation").string();
+  ASSERT_EQ(run_binary("puma ablate --data " + data + " --out " + ablation +
+                           " --train-limit 30 --test-limit 10 --embedder hashing --sft-epochs 1 --samples 2 "
+                           "--memory-lengths 96,192 --bootstrap 100",
+                       &log),
+            0)
+      << log;
+  EXPECT_TRUE(has(log, "reused")) << log;
+  for (const char* row : {"| PUMA |", "| w/o Task-specific Memory |", "| w/o SFT |", "| w/o DPO |", "| 96 |", "| 192 |"})
+    EXPECT_TRUE(has(log, row)) << row << "\n" << log;
+  EXPECT_TRUE(fs::exists(fs::path(ablation) / "ablation.json"));
+  EXPECT_TRUE(fs::exists(fs::path(ablation) / "wo-sft" / "seed-1" / "dpo" / "eval" / "scores.jsonl"));
 }
 
 }  // namespace

@@ -5,8 +5,12 @@
 
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+#include <sstream>
+
 #include "agents/fc_test_util.h"
 #include "core/error.h"
+#include "support/openai_test_server.h"
 #include "support/test_support.h"
 
 namespace pwab::puma {
@@ -110,6 +114,99 @@ TEST(PumaPipeline, StopsAtUntilAndResumesByTheSettings) {
   PipelineReport vocab_changed = run_pipeline(w.context(), o, "prepare");
   EXPECT_TRUE(vocab_changed.skipped_steps.empty());
   EXPECT_EQ(vocab_changed.ran_steps, (Steps{"tokenizer", "prepare"}));
+}
+
+// The whole pipeline on the tiny world with the DPO candidates sampled through an OpenAI-compatible server on
+// loopback (n samples per prompt, as vLLM answers), backed by the SFT model itself; a second pipeline takes over
+// the finished steps of the first (reuse_from) and redoes only what its settings change.
+TEST(PumaPipeline, EveryStepWithServerSamplingAndReuse) {
+  World w;
+  pwab::test::TempDir dir;
+  PipelineOptions o = tiny_options(dir / "full");
+  o.sft.epochs = 6;
+  o.sft.learning_rate = 5e-3;
+  o.sft.eval_every = 4;
+  o.samples = 3;
+  o.max_new_tokens = 12;
+  o.dpo_eval_tasks = 4;
+  o.dpo.eval_every = 1;
+  o.dpo.log_every = 1;
+
+  agents::fctest::ServerLlm llm;
+  std::unique_ptr<PumaModel> served;
+  std::vector<int> n_asked;
+  llm.server.set_chat_handler([&](const pwab::test::ReceivedRequest& r) {
+    auto body = nlohmann::json::parse(r.body);
+    if (!served) served = PumaModel::open(dir / "full" / "sft" / "model");
+    GenerateConfig g;
+    g.sample = true;
+    g.temperature = body.at("temperature").get<double>();
+    g.max_new_tokens = body.at("max_tokens").get<int>();
+    g.seed = body.at("seed").get<uint64_t>();
+    const int n = body.at("n").get<int>();
+    n_asked.push_back(n);
+    g.batch_size = n;
+    auto out = served->generate(std::vector<std::string>(static_cast<std::size_t>(n), body.at("prompt")), g);
+    nlohmann::json choices = nlohmann::json::array();
+    for (int i = n - 1; i >= 0; --i)  // out of order: the client orders by index
+      choices.push_back({{"index", i}, {"text", out[static_cast<std::size_t>(i)][0]}, {"finish_reason", "stop"}});
+    pwab::test::ScriptedReply reply;
+    reply.body = nlohmann::json{{"choices", choices}, {"usage", {{"prompt_tokens", 5}, {"completion_tokens", 5}}}}.dump();
+    return reply;
+  });
+  PipelineContext ctx = w.context();
+  ctx.sample_model = llm.http.get();
+  ctx.sample_model_name = "puma-sft";
+  PipelineReport r = run_pipeline(ctx, o);
+  EXPECT_EQ(r.ran_steps, (Steps{"tokenizer", "prepare", "sft", "eval-sft", "sample", "score", "dpo", "eval-dpo"}));
+  EXPECT_TRUE(r.have_sft && r.have_dpo);
+  const std::size_t train_tasks = w.ds.tasks(data::Split::kTrain).size(), test_tasks = w.ds.tasks(data::Split::kTest).size();
+  EXPECT_EQ(n_asked.size(), train_tasks + std::min<std::size_t>(4, test_tasks));
+  for (int n : n_asked) EXPECT_EQ(n, 3);
+  std::istringstream candidates(pwab::test::read_text(dir / "full" / "dpo" / "sample" / "candidates.jsonl"));
+  std::size_t lines = 0;
+  for (std::string line; std::getline(candidates, line); ++lines)
+    EXPECT_EQ(nlohmann::json::parse(line)["candidates"].size(), 3u) << line;
+  EXPECT_EQ(lines, train_tasks);
+  EXPECT_EQ(r.candidates.tasks, static_cast<int>(train_tasks));
+  EXPECT_EQ(r.candidates.pairs + r.candidates.tie_tasks, static_cast<int>(train_tasks));
+  auto sample_report = nlohmann::json::parse(pwab::test::read_text(dir / "full" / "dpo" / "sample" / "report.json"));
+  EXPECT_EQ(sample_report["source"], "server puma-sft");
+  // The report gathers every step: the SFT curve with eval points, the fast tests, the candidates.
+  auto report = nlohmann::json::parse(pwab::test::read_text(dir / "full" / "report.json"));
+  EXPECT_GT(report["sft_curve"].size(), 2u);
+  EXPECT_FALSE(report["fast_test"]["sft"].is_null());
+  EXPECT_FALSE(report["fast_test"]["dpo"].is_null());
+  EXPECT_GE(report["seconds"]["sft"].get<double>(), 0.0);
+  EXPECT_NE(pwab::test::read_text(dir / "full" / "report.md").find("## SFT"), std::string::npos);
+  for (const char* f : {"sft/eval/scores.jsonl", "dpo/eval/scores.jsonl", "options.json"})
+    EXPECT_TRUE(fs::exists(dir / "full" / f)) << f;
+
+  // A variant without memory: tokenizer reused, everything from prepare on redone; evaluated with given functions.
+  PipelineOptions v = o;
+  v.out = dir / "no-memory";
+  v.reuse_from = dir / "full";
+  v.prepare.memory.k = 0;
+  v.function_file = dir / "full" / "dpo" / "eval" / "functions.json";
+  ctx.sample_model = nullptr;  // in-process sampling this time
+  w.log.clear();
+  PipelineReport variant = run_pipeline(ctx, v, "eval-sft");
+  EXPECT_EQ(variant.skipped_steps, (Steps{"tokenizer"}));
+  EXPECT_EQ(variant.ran_steps, (Steps{"prepare", "sft", "eval-sft"}));
+  EXPECT_TRUE(w.logged("tokenizer: done with the same settings in " + (dir / "full").string() + ", reused"));
+  for (const Example& e : read_examples(dir / "no-memory" / "data" / "param_train.jsonl"))
+    EXPECT_EQ(e.memory, "none") << e.task;
+  auto given = nlohmann::json::parse(pwab::test::read_text(v.function_file));
+  auto used = nlohmann::json::parse(pwab::test::read_text(dir / "no-memory" / "sft" / "eval" / "functions.json"));
+  EXPECT_EQ(given, used);
+  // A variant with the same settings as the full run takes over every step.
+  PipelineOptions same = o;
+  same.out = dir / "same";
+  same.reuse_from = dir / "full";
+  PipelineReport reused = run_pipeline(ctx, same, "sft");
+  EXPECT_EQ(reused.skipped_steps, (Steps{"tokenizer", "prepare", "sft"}));
+  EXPECT_TRUE(fs::exists(dir / "same" / "sft" / "model" / "model.safetensors"));
+  EXPECT_FALSE(fs::exists(dir / "same" / "sft" / "eval")) << "a later step's folder came along";
 }
 
 }  // namespace

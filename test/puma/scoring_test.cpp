@@ -4,7 +4,12 @@
 
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
 #include "agents/fc_test_util.h"
+#include "core/error.h"
+#include "core/sys.h"
+#include "support/test_support.h"
 
 namespace pwab::puma {
 namespace {
@@ -78,6 +83,50 @@ TEST(PumaScoring, FastTestExactFunctionsOnly) {
   std::string table = r.table();
   EXPECT_NE(table.find("Tool Accuracy Avg"), std::string::npos);
   EXPECT_NE(table.find("overall         4             0.5000      0.3750"), std::string::npos) << table;
+}
+
+TEST(PumaScoring, FastTestOnCandidateListsKeepsWhatTestPyKeeps) {
+  World w;
+  std::vector<const data::Task*> tasks = {&task(0), &task(2)};
+  Predictions functions = {{task(0).instruction, {"search_product_by_query", "add_product_review"}},
+                           {task(2).instruction, {"add_product_review"}}};
+  // search: the last candidate that found the target (a trailing miss does not erase it); review: the last
+  // candidate's similarity, not the best one.
+  Predictions params = {{task(0).instruction, {"red kettle", "Say: which colour?"}},
+                        {task(2).instruction, {"A great kettle.", "Nice socks."}}};
+  FastTestResult r = fast_test_candidates(w.env, tasks, functions, params);
+  ASSERT_EQ(r.tasks.size(), 2u);
+  EXPECT_EQ(r.tasks[0].task, "test/0");
+  EXPECT_EQ(r.tasks[0].function, "search_product_by_query");  // the first function counts
+  EXPECT_DOUBLE_EQ(r.tasks[0].r, 0.5);
+  EXPECT_DOUBLE_EQ(r.tasks[1].f, 1.0);
+  EXPECT_DOUBLE_EQ(r.tasks[1].r, 0.0);
+  EXPECT_DOUBLE_EQ(r.overall.result_acc, 0.25);
+
+  // test.py's DPO mode: every candidate with the true type's scorer, equal strings collapsed.
+  Predictions dpo = {{task(2).instruction, {"A great kettle.", "Nice socks.", "A great kettle."}}};
+  auto scored = nlohmann::json::parse(score_all_candidates_json(w.env, tasks, dpo));
+  EXPECT_EQ(scored[task(2).instruction].size(), 2u);
+  EXPECT_DOUBLE_EQ(scored[task(2).instruction]["A great kettle."].get<double>(), 1.0);
+}
+
+TEST(PumaScoring, PredictionFilesInTheOriginalsLayout) {
+  pwab::test::TempDir dir;
+  write_file_atomic(dir / "p.json", R"({"find a kettle": ["red kettle", "kettle"], "review it": "Great."})");
+  Predictions p = read_predictions(dir / "p.json");
+  EXPECT_EQ(p["find a kettle"], (std::vector<std::string>{"red kettle", "kettle"}));
+  EXPECT_EQ(p["review it"], (std::vector<std::string>{"Great."}));
+  write_file_atomic(dir / "bad.json", R"({"find a kettle": [1, 2]})");
+  try {
+    read_predictions(dir / "bad.json");
+    ADD_FAILURE() << "no error";
+  } catch (const DataError& e) {
+    EXPECT_NE(std::string(e.what()).find("bad.json"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("find a kettle"), std::string::npos) << e.what();
+  }
+  write_file_atomic(dir / "list.json", R"(["not", "an object"])");
+  EXPECT_THROW(read_predictions(dir / "list.json"), DataError);
+  EXPECT_THROW(read_predictions(dir / "missing.json"), Error);
 }
 
 }  // namespace

@@ -3,6 +3,9 @@
 // local completions backend answers raw-text requests only.
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+#include <sstream>
+
 #include "core/error.h"
 #include "puma/model.h"
 #include "support/test_support.h"
@@ -92,11 +95,129 @@ TEST(PumaTrain, DpoPrefersTheChosenAnswersAndCachesTheReference) {
   TrainOptions o = options();
   o.epochs = 2;
   o.learning_rate = 1e-3;
-  TrainReport r = model->dpo(prefs, dir / "dpo", o);
+  TrainReport r = model->dpo(prefs, {}, dir / "dpo", o);
   EXPECT_EQ(r.steps, 24);
   EXPECT_TRUE(fs::exists(dir / "dpo" / "reference_logprobs.json"));
   EXPECT_GT(model->loss(rejected, 64) - model->loss(chosen, 64), margin_before + 0.1);
-  EXPECT_THROW(model->dpo({}, dir / "dpo2", o), UsageError);
+  EXPECT_THROW(model->dpo({}, {}, dir / "dpo2", o), UsageError);
+}
+
+// The steps of curve.jsonl of one kind, in file order.
+std::vector<int64_t> curve_steps(const fs::path& file, const std::string& kind) {
+  std::vector<int64_t> steps;
+  std::istringstream in(pwab::test::read_text(file));
+  for (std::string line; std::getline(in, line);) {
+    auto j = nlohmann::json::parse(line);
+    if (j["kind"] == kind) steps.push_back(j["step"].get<int64_t>());
+  }
+  return steps;
+}
+
+TEST(PumaTrain, CurvesGroupingZeroEpochsAndAResumeThatCountsNothingTwice) {
+  pwab::test::TempDir dir;
+  fs::path tok = vocabulary(dir.path());
+  TrainOptions o = options();
+  o.group_by_length = true;
+  o.log_every = 4;
+  o.eval_every = 24;
+  o.eval_limit = 8;
+  o.stop_after_steps = 30;
+  auto model = PumaModel::create_tiny(tok);
+  TrainReport part = model->sft(pairs(), pairs(), dir / "sft", o);
+  EXPECT_TRUE(part.cancelled);
+  o.stop_after_steps = 0;
+  auto resumed = PumaModel::create_tiny(tok);
+  TrainReport r = resumed->sft(pairs(), pairs(), dir / "sft", o);
+  EXPECT_TRUE(r.resumed);
+  EXPECT_EQ(r.steps, 96);
+  EXPECT_GT(r.tokens_per_s, 0);
+  std::vector<int64_t> train = curve_steps(dir / "sft" / "curve.jsonl", "train");
+  EXPECT_EQ(train.size(), 24u);  // every 4th step of 96, each once although steps 29-30 ran twice
+  EXPECT_TRUE(std::is_sorted(train.begin(), train.end()));
+  EXPECT_EQ(curve_steps(dir / "sft" / "curve.jsonl", "eval"), (std::vector<int64_t>{0, 24, 48, 72, 96}));
+
+  // 0 epochs: no training, the model as it was.
+  auto untouched = PumaModel::create_tiny(tok);
+  const double before = untouched->loss(pairs(), 64);
+  TrainOptions none = options();
+  none.epochs = 0;
+  TrainReport zero = untouched->sft(pairs(), pairs(), dir / "none", none);
+  EXPECT_EQ(zero.steps, 0);
+  EXPECT_DOUBLE_EQ(untouched->loss(pairs(), 64), before);
+  EXPECT_NEAR(zero.eval_loss, before, 1e-9);
+}
+
+TEST(PumaTrain, LoraAdapterSavedInPeftLayoutLoadsToTheMergedModel) {
+  pwab::test::TempDir dir;
+  fs::path tok = vocabulary(dir.path());
+  auto model = PumaModel::create_tiny(tok);
+  model->save(dir / "base");
+  TrainOptions o = options();
+  o.lora = true;
+  o.lora_r = 4;
+  o.lora_alpha = 8;
+  o.epochs = 2;
+  o.adapter_dir = dir / "adapter";
+  o.adapter_base_model = "base";
+  model->sft(pairs(), {}, dir / "work", o);
+  model->save(dir / "merged");
+  for (const char* f : {"adapter_config.json", "adapter_model.safetensors"}) EXPECT_TRUE(fs::exists(dir / "adapter" / f));
+  auto config = nlohmann::json::parse(pwab::test::read_text(dir / "adapter" / "adapter_config.json"));
+  EXPECT_EQ(config["peft_type"], "LORA");
+  EXPECT_EQ(config["r"], 4);
+  EXPECT_EQ(config["base_model_name_or_path"], "base");
+  auto merged = PumaModel::open(dir / "merged");
+  auto adapted = PumaModel::open(dir / "base", dir / "adapter");
+  auto base = PumaModel::open(dir / "base");
+  const std::string text = pairs()[5].prompt + kTools[2];
+  int64_t vocab = 0;
+  std::vector<float> a = merged->logits(text, &vocab), b = adapted->logits(text), c = base->logits(text);
+  ASSERT_EQ(a.size(), b.size());
+  double max_diff = 0, moved = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    max_diff = std::max(max_diff, double(std::abs(a[i] - b[i])));
+    moved = std::max(moved, double(std::abs(a[i] - c[i])));
+  }
+  EXPECT_LT(max_diff, 1e-5);
+  EXPECT_GT(moved, 1e-2);  // the adapter changed the model
+  EXPECT_EQ(vocab, 320);
+}
+
+TEST(PumaTrain, DpoReportsMarginAccuracyAndKlOnEvaluationPairsAndNeverCutsTheResponse) {
+  pwab::test::TempDir dir;
+  fs::path tok = vocabulary(dir.path());
+  auto model = PumaModel::create_tiny(tok);
+  model->sft(pairs(), {}, dir / "sft", options());
+  std::vector<PreferenceExample> prefs, eval;
+  for (std::size_t i = 0; i < pairs().size(); ++i)
+    (i % 4 == 3 ? eval : prefs).push_back({pairs()[i].prompt, kTools[2], kTools[0]});
+  auto reference = model->copy();
+  TrainOptions o = options();
+  o.epochs = 2;
+  o.learning_rate = 1e-3;
+  o.eval_every = 6;
+  o.log_every = 3;
+  o.max_prompt_length = 6;  // cuts every prompt (keeping BOS and its end), never the responses
+  TrainReport r = model->dpo(prefs, eval, dir / "dpo", o);
+  EXPECT_EQ(r.truncated_rows, static_cast<int64_t>(prefs.size()));
+  ASSERT_TRUE(r.have_eval_preferences);
+  EXPECT_GT(r.eval_preferences.margin, 0.1);
+  EXPECT_GT(r.eval_preferences.accuracy, 0.5);
+  EXPECT_GT(r.eval_preferences.kl, 0.0);
+  EXPECT_GT(r.eval_preferences.chosen_reward, r.eval_preferences.rejected_reward);
+  // The first evaluation point is the reference itself: margin and KL 0.
+  std::istringstream in(pwab::test::read_text(dir / "dpo" / "curve.jsonl"));
+  std::string first;
+  std::getline(in, first);
+  auto j = nlohmann::json::parse(first);
+  EXPECT_EQ(j["kind"], "eval");
+  EXPECT_NEAR(j["kl"].get<double>(), 0.0, 1e-6);
+  EXPECT_NEAR(j["margin"].get<double>(), 0.0, 1e-4);
+  EXPECT_GT(curve_steps(dir / "dpo" / "curve.jsonl", "train").size(), 2u);
+  // The same statistics from outside, against the frozen copy of the SFT model.
+  PreferenceStats s = model->preference_stats(eval, *reference, o);
+  EXPECT_NEAR(s.margin, r.eval_preferences.margin, 1e-3);
+  EXPECT_NEAR(s.kl, r.eval_preferences.kl, 1e-4);
 }
 
 TEST(PumaTrain, LocalBackendAnswersRawCompletionsOnly) {

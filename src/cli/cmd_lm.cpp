@@ -1,0 +1,137 @@
+// `pwab lm generate|score`: look inside any model pwab can load (a Hugging Face LLaMA directory, with or without a
+// PEFT adapter): its continuations of prompts and the log-probability it gives a completion. The model runs in the
+// libtorch plugin (models/torch_models.h).
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <optional>
+
+#include "cli/cli.h"
+#include "core/error.h"
+#include "core/sys.h"
+#include "core/text.h"
+#include "models/torch_models.h"
+#include "puma/model.h"
+
+namespace pwab::cli {
+namespace {
+
+using nlohmann::json;
+
+struct LmArgs {
+  std::string model, adapter, prompt, prompts_file, completion, pairs_file;
+  int max_new_tokens = 64, beams = 1, samples = 1, top_k = 50, batch = 4;
+  std::optional<double> temperature;
+  uint64_t seed = 0;
+};
+
+// JSONL lines of objects, each with the given string fields.
+std::vector<json> read_jsonl(const std::string& file, const std::vector<const char*>& fields) {
+  std::vector<json> out;
+  const std::string text = read_file(file);
+  for_each_nonblank_line(text, [&](std::string_view line, std::size_t line_no) {
+    json j = json::parse(line, nullptr, false);
+    if (j.is_discarded() || !j.is_object()) throw DataError(fmt::format("{}:{}: not a JSON object", file, line_no));
+    for (const char* f : fields)
+      if (!j.contains(f) || !j[f].is_string())
+        throw DataError(fmt::format("{}:{}: no string field '{}'", file, line_no, f));
+    out.push_back(std::move(j));
+  });
+  return out;
+}
+
+void run_generate(const LmArgs& a) {
+  std::vector<std::string> prompts;
+  if (!a.prompt.empty()) prompts.push_back(a.prompt);
+  if (!a.prompts_file.empty())
+    for (const json& j : read_jsonl(a.prompts_file, {"prompt"})) prompts.push_back(j["prompt"].get<std::string>());
+  if (prompts.empty()) throw UsageError("give --prompt TEXT or --prompts FILE (JSONL with \"prompt\")");
+  if (a.beams < 1 || a.samples < 1 || a.max_new_tokens < 1)
+    throw UsageError("--beams, --samples and --max-new-tokens take integers ≥ 1");
+  if (a.samples > 1 && a.beams > 1) throw UsageError("--samples N draws N independent samples; use it without --beams");
+  puma::GenerateConfig g;
+  g.max_new_tokens = a.max_new_tokens;
+  g.sample = a.temperature.value_or(0.0) > 0;
+  g.temperature = g.sample ? *a.temperature : 1.0;
+  if (a.samples > 1 && !g.sample) throw UsageError("--samples needs --temperature > 0");
+  g.top_k = a.top_k;
+  g.num_beams = a.beams;
+  g.seed = a.seed;
+  g.batch_size = a.batch;
+  std::vector<std::string> asked;  // each prompt `samples` times: independent draws
+  for (const std::string& p : prompts)
+    for (int i = 0; i < a.samples; ++i) asked.push_back(p);
+  auto out = models::torch_models().lm_generate(a.model, a.adapter, asked, g);
+  for (std::size_t p = 0; p < prompts.size(); ++p) {
+    std::vector<std::string> texts;
+    for (int i = 0; i < a.samples; ++i)
+      for (const std::string& t : out[p * static_cast<std::size_t>(a.samples) + static_cast<std::size_t>(i)])
+        texts.push_back(t);
+    if (prompts.size() == 1 && texts.size() == 1 && a.prompts_file.empty()) {
+      std::cout << texts[0] << "\n";
+    } else {
+      std::cout << json{{"prompt", prompts[p]}, {"completions", texts}}.dump() << "\n";
+    }
+  }
+}
+
+void run_score(const LmArgs& a) {
+  std::vector<puma::TrainPair> pairs;
+  if (!a.prompt.empty() || !a.completion.empty()) {
+    if (a.prompt.empty() || a.completion.empty()) throw UsageError("--prompt and --completion go together");
+    pairs.push_back({a.prompt, a.completion});
+  }
+  if (!a.pairs_file.empty())
+    for (const json& j : read_jsonl(a.pairs_file, {"prompt", "completion"}))
+      pairs.push_back({j["prompt"].get<std::string>(), j["completion"].get<std::string>()});
+  if (pairs.empty()) throw UsageError("give --prompt TEXT --completion TEXT or --pairs FILE (JSONL)");
+  auto scores = models::torch_models().lm_score(a.model, a.adapter, pairs);
+  for (std::size_t i = 0; i < pairs.size(); ++i) {
+    const auto [logprob, tokens] = scores[i];
+    std::cout << json{{"logprob", logprob},
+                      {"tokens", tokens},
+                      {"mean_logprob", logprob / static_cast<double>(std::max<int64_t>(1, tokens))},
+                      {"perplexity", std::exp(-logprob / static_cast<double>(std::max<int64_t>(1, tokens)))}}
+                     .dump()
+              << "\n";
+  }
+}
+
+void add_model_options(CLI::App& cmd, LmArgs& a) {
+  cmd.add_option("--model", a.model, "Hugging Face LLaMA directory (config.json, safetensors, tokenizer)")->required();
+  cmd.add_option("--adapter", a.adapter, "PEFT LoRA adapter directory loaded on top of --model");
+}
+
+}  // namespace
+
+void add_lm_commands(CLI::App& app) {
+  auto* lm = app.add_subcommand("lm", "Inspect a model: generate continuations, score completions");
+  lm->require_subcommand(1);
+  auto ga = std::make_shared<LmArgs>();
+  auto* gen = lm->add_subcommand("generate", "Continuations of prompts (greedy by default), one per line or JSONL");
+  add_model_options(*gen, *ga);
+  gen->add_option("--prompt", ga->prompt, "The prompt text (raw: no chat template; BOS is added)");
+  gen->add_option("--prompts", ga->prompts_file, "JSONL file of {\"prompt\": ...}: one JSON line of completions each");
+  gen->add_option("--max-new-tokens", ga->max_new_tokens, "Tokens to generate at most")->capture_default_str();
+  gen->add_option("--temperature", ga->temperature, "Sample at this temperature (default: greedy)");
+  gen->add_option("--top-k", ga->top_k, "Sample from the k most likely tokens (0 = all)")->capture_default_str();
+  gen->add_option("--beams", ga->beams, "Beam search with B beams: B candidates, best first (with --temperature: "
+                                        "beam-sample, as PUMA's DPO sampling)")->capture_default_str();
+  gen->add_option("--samples", ga->samples, "Independent samples per prompt (with --temperature)")->capture_default_str();
+  gen->add_option("--seed", ga->seed, "Sampling seed")->capture_default_str();
+  gen->add_option("--batch", ga->batch, "Prompts per forward batch")->capture_default_str();
+  gen->callback([ga] { run_generate(*ga); });
+
+  auto sa = std::make_shared<LmArgs>();
+  auto* score = lm->add_subcommand("score", "The log-probability of a completion after a prompt (EOS included): "
+                                            "JSON {logprob, tokens, mean_logprob, perplexity} per pair");
+  add_model_options(*score, *sa);
+  score->add_option("--prompt", sa->prompt, "The prompt text");
+  score->add_option("--completion", sa->completion, "The completion whose probability is wanted");
+  score->add_option("--pairs", sa->pairs_file, "JSONL file of {\"prompt\", \"completion\"}: one line each");
+  score->callback([sa] { run_score(*sa); });
+}
+
+}  // namespace pwab::cli
