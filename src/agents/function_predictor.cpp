@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "agents/puma_prompt.h"
+#include "core/json_depth.h"
 #include "core/hash.h"
 #include "core/sys.h"
 #include "core/text.h"
@@ -24,7 +25,7 @@ std::map<std::string, std::string, std::less<>> read_function_file(const fs::pat
   } catch (const Error& e) {
     throw UsageError(std::string(who) + ": cannot read function_file: " + e.what());
   }
-  nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  nlohmann::json j = parse_json_or_discarded(text);
   if (j.is_discarded() || !j.is_object())
     throw UsageError(std::string(who) + ": function_file " + file.string() +
                      " is not a JSON object of instruction → tool");

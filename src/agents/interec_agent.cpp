@@ -12,6 +12,7 @@
 #include "agents/fc_agent.h"
 #include "agents/memory.h"
 #include "agents/recmind_agent.h"
+#include "core/json_depth.h"
 #include "core/error.h"
 #include "core/json_writer.h"
 #include "core/py_format.h"
@@ -224,7 +225,7 @@ std::optional<InterecProfile> parse_interec_profile(std::string_view text, bool 
   for (std::string_view fence : {"```json", "```"})
     for (auto p = s.find(fence); p != std::string::npos; p = s.find(fence)) s.erase(p, fence.size());
   std::erase(s, '\n');
-  nlohmann::json j = nlohmann::json::parse(s, nullptr, /*allow_exceptions=*/false);
+  nlohmann::json j = parse_json_or_discarded(s);
   if (j.is_discarded() || !j.is_object()) return std::nullopt;
   auto like = string_list(j, "like"), dislike = string_list(j, "dislike"), expect = string_list(j, "expect");
   if (!like || !dislike || !expect) return std::nullopt;
@@ -312,7 +313,7 @@ void InterecAgentFactory::load() {
   } catch (const Error& e) {
     throw UsageError(where + ": " + e.what());
   }
-  nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
+  nlohmann::json j = parse_json_or_discarded(text);
   if (j.is_discarded() || !j.is_object() || j.value("version", "") != kInterecMemoryVersion)
     throw UsageError(where + " is not a " + std::string(kInterecMemoryVersion) + " file");
   if (j.value("interec_init", "") != init_name(options_.init))

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <vector>
 
+#include "core/json_depth.h"
 #include "core/error.h"
 #include "core/json_writer.h"
 #include "core/text.h"
@@ -235,7 +236,7 @@ ReactParse parse_react_reply(std::string_view reply) {
   if (ascii_lower(name) == env::kRespond) {
     if (args.empty()) return {std::nullopt, "respond without a message after \"Arguments:\""};
     std::string message = args;
-    nlohmann::json j = nlohmann::json::parse(args, nullptr, /*allow_exceptions=*/false);
+    nlohmann::json j = parse_json_or_discarded(args);
     if (j.is_string()) message = j.get<std::string>();
     else if (j.is_object() && j.contains("content") && j["content"].is_string()) message = j["content"].get<std::string>();
     return {respond_action(message), {}};
@@ -250,7 +251,7 @@ ReactParse parse_react_reply(std::string_view reply) {
     return {std::nullopt, have_args ? "the arguments of '" + name + "' are not a JSON object"
                                     : "no \"Arguments:\" line for '" + name + "'"};
   }
-  nlohmann::json j = nlohmann::json::parse(object, nullptr, /*allow_exceptions=*/false);
+  nlohmann::json j = parse_json_or_discarded(object);
   if (j.is_discarded() || !j.is_object())
     return {std::nullopt, "the arguments of '" + name + "' are not valid JSON"};
   return {env::Action{name, std::string(object)}, {}};

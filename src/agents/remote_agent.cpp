@@ -8,6 +8,7 @@
 #include <optional>
 #include <random>
 
+#include "core/json_depth.h"
 #include "core/error.h"
 #include "core/text.h"
 #include "env/tools.h"
@@ -142,6 +143,7 @@ class RemoteAgent final : public env::Agent {
 }  // namespace
 
 std::string remote_reply_problem(const std::string& body) {
+  if (json_nests_deeper_than(body)) return "the reply is refused: " + json_depth_message();
   Json j = Json::parse(body, nullptr, false);
   if (j.is_discarded()) return "the reply is not JSON: " + excerpt(body);
   if (!j.is_object()) return "the reply is not a JSON object";

@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/json_depth.h"
 #include "core/py_format.h"
 #include "data/render.h"
 #include "env/tools.h"
@@ -94,7 +95,7 @@ Environment::Environment(const data::Dataset& ds, const SearchBackend* search, c
 ToolOutput Environment::call_tool(std::string_view name, std::string_view arguments_json) const {
   const ToolSpec* tool = find_tool(name);
   if (!tool) return {ToolOutput::Kind::kText, "Unknown action " + std::string(name), {}};
-  Json args = Json::parse(arguments_json.begin(), arguments_json.end(), nullptr, /*allow_exceptions=*/false);
+  Json args = parse_json_or_discarded(arguments_json);
   if (args.is_discarded()) return error(std::string(name) + "() arguments are not valid JSON");
   if (std::string problem = validate_arguments(*tool, args); !problem.empty()) return error(problem);
 
@@ -156,7 +157,7 @@ std::string Session::reset() {
 StepResult Session::step(const Action& action) {
   StepResult r;
   if (action.name == kRespond) {
-    Json args = Json::parse(action.arguments_json, nullptr, false);
+    Json args = parse_json_or_discarded(action.arguments_json);
     if (args.is_discarded() || !args.is_object() || !args.contains("content") || !args["content"].is_string()) {
       r.observation = "Error: respond takes {\"content\": <message to the user>}";
     } else if (!user_) {

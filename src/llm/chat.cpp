@@ -1,5 +1,6 @@
 #include "llm/chat.h"
 
+#include "core/json_depth.h"
 #include "llm/wire.h"
 
 namespace pwab::llm {
@@ -10,7 +11,7 @@ using nlohmann::json;
 std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
 
 json parse_field(const std::string& text, const char* field) {
-  json j = json::parse(text, nullptr, false);
+  json j = parse_json_or_discarded(text);
   if (j.is_discarded()) throw UsageError(std::string("ChatRequest.") + field + " is not valid JSON");
   return j;
 }
@@ -93,7 +94,7 @@ std::string canonical_request_json(const ChatRequest& request) {
 
 std::string check_tool_arguments(const Message& message) {
   for (const ToolCall& tc : message.tool_calls) {
-    json args = json::parse(tc.arguments_json, nullptr, false);
+    json args = parse_json_or_discarded(tc.arguments_json);
     std::string shown = tc.arguments_json.size() > 120 ? tc.arguments_json.substr(0, 120) + "..." : tc.arguments_json;
     if (args.is_discarded())
       return "tool call '" + tc.name + "': arguments are not valid JSON: " + shown;

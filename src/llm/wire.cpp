@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "core/json_depth.h"
 #include "core/error.h"
 
 namespace pwab::llm {
@@ -47,7 +48,7 @@ std::string redact_secret(std::string_view text, std::string_view secret) {
 std::string body_excerpt(std::string_view body, std::string_view secret) {
   if (body.empty()) return "(empty body)";
   std::string text(body);
-  json j = json::parse(body, nullptr, false);
+  json j = parse_json_or_discarded(body);
   if (!j.is_discarded() && j.is_object()) {
     auto err = j.find("error");
     if (err != j.end() && err->is_object()) {
@@ -112,6 +113,7 @@ Message message_from_json(const json& j) {
 }
 
 std::string parse_chat_reply(const std::string& body, ChatResponse& out) {
+  if (json_nests_deeper_than(body)) return "the body is refused: " + json_depth_message();
   json j = json::parse(body, nullptr, false);
   if (j.is_discarded()) return "the body is not JSON: " + flatten_and_cut(body, 120);
   if (!j.is_object()) return "the body is not a JSON object";
@@ -159,6 +161,7 @@ void read_usage(const json& j, ChatResponse& out) {
 }  // namespace
 
 std::string parse_completion_reply(const std::string& body, ChatResponse& out) {
+  if (json_nests_deeper_than(body)) return "the body is refused: " + json_depth_message();
   json j = json::parse(body, nullptr, false);
   if (j.is_discarded()) return "the body is not JSON: " + flatten_and_cut(body, 120);
   const json* choice = nullptr;
@@ -205,7 +208,7 @@ std::string response_to_json(const ChatResponse& r) {
 }
 
 ChatResponse response_from_json(std::string_view text) {
-  json j = json::parse(text, nullptr, false);
+  json j = parse_json_or_discarded(text);
   if (j.is_discarded() || !j.is_object()) throw DataError("a cached chat response is not a JSON object");
   ChatResponse r;
   auto msg = j.find("message");

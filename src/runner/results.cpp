@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 #include <utility>
 
+#include "core/json_depth.h"
 #include "core/error.h"
 #include "core/hash.h"
 #include "core/sys.h"
@@ -68,7 +69,7 @@ std::pair<double, double> get_pair(const json& v, const std::string& name, std::
 // --- manifest --------------------------------------------------------------------------------------------
 
 json parse_config(std::string_view text, std::string_view what) {
-  json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  json j = parse_json_or_discarded(text);
   if (j.is_discarded() || !j.is_object()) throw UsageError(std::string(what) + ": the config is not a JSON object");
   return j;
 }
@@ -200,7 +201,7 @@ bool key_less(const std::string& a, const std::string& b) {
 RunManifest read_manifest(const fs::path& dir) {
   fs::path file = dir / kManifestFile;
   std::string what = file.string();
-  json j = json::parse(read_file(file), nullptr, false);
+  json j = parse_json_or_discarded(read_file(file));
   if (j.is_discarded() || !j.is_object()) throw DataError(what + ": not a JSON object");
   RunManifest m;
   const json& config = field(j, "config", what);
@@ -279,7 +280,7 @@ std::string TaskRecord::to_json_line() const {
             {"seconds_agent", seconds_agent},
             {"error", error}};
   if (!usage_json.empty()) {
-    json u = json::parse(usage_json, nullptr, false);
+    json u = parse_json_or_discarded(usage_json);
     if (!u.is_discarded()) j["usage"] = std::move(u);
   }
   return dump_line(j);
@@ -287,7 +288,7 @@ std::string TaskRecord::to_json_line() const {
 
 TaskRecord TaskRecord::from_json(std::string_view line) {
   constexpr std::string_view kWhat = "results record";
-  json j = json::parse(line, nullptr, /*allow_exceptions=*/false);
+  json j = parse_json_or_discarded(line);
   if (j.is_discarded()) throw DataError("results record: not valid JSON");
   if (!j.is_object()) throw DataError("results record: not a JSON object");
   TaskRecord r;

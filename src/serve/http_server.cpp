@@ -1,6 +1,7 @@
 // The HTTP front end: one dispatcher for every method and path (so a known path with the wrong method is a
 // 405, not a 404), JSON in and out, errors as {"error": {"code", "message"}}, and the janitor thread.
 #include "serve/http_server.h"
+#include "core/json_depth.h"
 
 #include <fmt/format.h>
 #include <httplib.h>
@@ -42,6 +43,7 @@ void send_error(httplib::Response& res, int status, std::string_view code, std::
 //! has a default).
 Json parse_body(const httplib::Request& req) {
   if (req.body.find_first_not_of(" \t\r\n") == std::string::npos) return Json::object();
+  if (json_nests_deeper_than(req.body)) throw RequestError(400, "json_too_deep", json_depth_message());
   try {
     return Json::parse(req.body);
   } catch (const Json::parse_error& e) {

@@ -4,6 +4,7 @@
 #include <istream>
 #include <ostream>
 
+#include "core/json_depth.h"
 #include "env/tools.h"
 
 namespace pwab::serve {
@@ -158,6 +159,8 @@ bool McpServer::is_request(const json& message) {
 }
 
 std::string McpServer::handle_text(std::string_view text, McpSession& session) {
+  if (json_nests_deeper_than(text))
+    return error_reply(nullptr, jsonrpc::kParseError, json_depth_message()).dump();
   json message = json::parse(text, nullptr, /*allow_exceptions=*/false);
   json reply = message.is_discarded() ? error_reply(nullptr, jsonrpc::kParseError, "the message is not valid JSON")
                                       : handle(message, session);

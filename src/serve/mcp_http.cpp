@@ -1,4 +1,5 @@
 #include "serve/mcp_http.h"
+#include "core/json_depth.h"
 
 #include <httplib.h>
 
@@ -128,6 +129,7 @@ void McpHttpEndpoint::post(const httplib::Request& req, httplib::Response& res) 
     return refuse(res, 406, jsonrpc::kInvalidRequest, "the client must accept application/json replies");
   if (!is_json_content(req))
     return refuse(res, 415, jsonrpc::kInvalidRequest, "the body must be JSON (Content-Type: application/json)");
+  if (json_nests_deeper_than(req.body)) return refuse(res, 400, jsonrpc::kParseError, json_depth_message());
   json message = json::parse(req.body, nullptr, /*allow_exceptions=*/false);
   if (message.is_discarded()) return refuse(res, 400, jsonrpc::kParseError, "the body is not valid JSON");
 

@@ -212,6 +212,10 @@ TEST(RemoteAgent, EveryWayOfBreakingTheProtocolIsNamed) {
   EXPECT_EQ(remote_reply_problem(R"({"name": "stop"})"), "");
   EXPECT_EQ(remote_reply_problem(R"({"name": "x", "arguments": {}, "usage": {"prompt_tokens": 3}, "extra": 1})"), "");
   EXPECT_NE(remote_reply_problem("<html>").find("not JSON"), std::string::npos);
+  EXPECT_NE(remote_reply_problem(R"({"name": "stop", "arguments": {"a": )" + std::string(100000, '[') +
+                                 std::string(100000, ']') + "}}")
+                .find("deeper than"),
+            std::string::npos);
   EXPECT_NE(remote_reply_problem("[1]").find("not a JSON object"), std::string::npos);
   EXPECT_NE(remote_reply_problem(R"({"arguments": {}})").find("\"name\""), std::string::npos);
   EXPECT_NE(remote_reply_problem(R"({"name": ""})").find("\"name\""), std::string::npos);

@@ -10,6 +10,7 @@
 #include "core/sys.h"
 #include "llm/http_chat_model.h"
 #include "llm/llm_test_util.h"
+#include "llm/wire.h"
 
 namespace pwab::llm {
 namespace {
@@ -18,6 +19,15 @@ using json = nlohmann::json;
 using test::OpenAITestServer;
 using test::ScriptedReply;
 using namespace pwab::llm::testing;
+
+TEST(Wire, ARepliedDocumentNestedTooDeepIsAProblemNotACrash) {
+  const std::string deep = R"({"choices": [{"message": {"role": "assistant", "content": )" +
+                           std::string(100000, '[') + std::string(100000, ']') + "}}]}";
+  ChatResponse out;
+  EXPECT_NE(parse_chat_reply(deep, out).find("deeper than"), std::string::npos);
+  EXPECT_NE(parse_completion_reply(deep, out).find("deeper than"), std::string::npos);
+  EXPECT_FALSE(body_excerpt(deep, "").empty());  // an error reply that deep is shown as text
+}
 
 TEST(HttpChatModel, ToolCallRoundTripSendsToolsAndSampling) {
   OpenAITestServer server;

@@ -83,6 +83,13 @@ TEST_F(McpProtocol, MalformedMessagesGetJsonRpcErrors) {
   EXPECT_EQ(error_code(parse), jsonrpc::kParseError);
   EXPECT_TRUE(parse["id"].is_null());
   EXPECT_EQ(error_code(json::parse(server_.handle_text("\xff\xfe", session_))), jsonrpc::kParseError);
+  // Nested 100,000 levels deep: refused before parsing, with the limit named (it once overflowed the stack).
+  json deep = json::parse(server_.handle_text(
+      R"({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "stop", "arguments": )" +
+          std::string(100000, '[') + std::string(100000, ']') + "}}",
+      session_));
+  EXPECT_EQ(error_code(deep), jsonrpc::kParseError);
+  EXPECT_NE(deep["error"]["message"].get<std::string>().find("deeper than"), std::string::npos) << deep.dump();
 
   // JSON, but not a valid request: -32600, with the id when it is usable.
   EXPECT_EQ(error_code(server_.handle(json(42), session_)), jsonrpc::kInvalidRequest);

@@ -157,6 +157,22 @@ TEST(Http, OversizedBodiesAre413) {
   EXPECT_EQ(body(c.Get("/health"))["status"], "ok");
 }
 
+TEST(Http, DeeplyNestedBodiesAre400NotACrash) {
+  HttpOptions http = Served::small_http();
+  http.max_body_bytes = 1 << 20;
+  Served s({}, http);
+  auto c = s.client();
+  // ~200 KB nested 100,000 levels deep, under the body cap: once a crash of the whole process (issue 19)
+  const std::string deep = std::string(100000, '[') + std::string(100000, ']');
+  auto r = c.Post("/v1/episodes", R"({"task": "test/0", "seed": )" + deep + "}", kJson);
+  expect_error(r, 400, "json_too_deep");
+  EXPECT_NE(r->body.find("256"), std::string::npos) << r->body;
+  std::string args = R"({"name": "search_product_by_query", "arguments": )" + std::string(100000, '[') +
+                     std::string(100000, ']') + "}";
+  expect_error(c.Post("/v1/episodes/ep_nope/step", args, kJson), 400, "json_too_deep");
+  EXPECT_EQ(body(c.Get("/health"))["status"], "ok");
+}
+
 TEST(Http, UnknownRoutesAre404AndWrongMethods405) {
   Served s;
   auto c = s.client();
