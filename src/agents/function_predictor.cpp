@@ -93,7 +93,7 @@ std::unique_ptr<FunctionPredictor> FunctionPredictor::make(FunctionModel model, 
   switch (model) {
     case FunctionModel::kFastText: {
       if (!context.ds) throw UsageError(std::string(who) + ": no dataset");
-      fs::path cache = context.cache_dir.empty() ? fs::temp_directory_path() / "pwab-agents-cache" : context.cache_dir;
+      fs::path cache = context.cache_dir.empty() ? private_cache_dir("agents") : context.cache_dir;
       p->classifier_ = FunctionClassifier::open_or_train(*context.ds, cache);
       break;
     }

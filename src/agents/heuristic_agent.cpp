@@ -1,4 +1,5 @@
 // src/agents/heuristic_agent.cpp: option parsing, the factory, and the per-episode state machine of the heuristic.
+#include "core/sys.h"
 #include "agents/heuristic_agent.h"
 #include "agents/agent_options.h"
 
@@ -219,7 +220,7 @@ HeuristicAgentFactory::HeuristicAgentFactory(HeuristicOptions options, const Age
     : options_(std::move(options)), context_(context) {
   if (!context_.ds) throw UsageError("heuristic agent: no dataset");
   if (options_.memory && !context_.embedder) throw UsageError("heuristic agent: task-specific memory needs an embedder");
-  fs::path cache = context_.cache_dir.empty() ? fs::temp_directory_path() / "pwab-agents-cache" : context_.cache_dir;
+  fs::path cache = context_.cache_dir.empty() ? private_cache_dir("agents") : context_.cache_dir;
   classifier_ = FunctionClassifier::open_or_train(*context_.ds, cache);
   if (options_.memory && options_.relevance == RelevanceText::kCompact)
     vectors_ = std::make_unique<BehaviourVectors>(*context_.ds, *context_.embedder);

@@ -167,6 +167,7 @@ RemoteOptions parse_remote_options(const AgentOptions& options, int run_max_step
   RemoteOptions o;
   o.url = std::string(trim(r.text("url").value_or("")));
   o.name = r.text("name").value_or(o.name);
+  o.token = r.text("token").value_or(o.token);
   o.product_details = r.flag("product_details", o.product_details);
   o.timeout_s = r.number("timeout", o.timeout_s, 0.001, 86400);
   o.max_attempts = r.integer("retries", o.max_attempts, 1, 100);
@@ -186,6 +187,7 @@ RemoteAgentFactory::RemoteAgentFactory(RemoteOptions options, const AgentContext
   if (!ds_) throw UsageError(std::string(kWho) + ": no dataset");
   llm::EndpointConfig c;
   c.base_url = options_.url;  // requests go to the URL itself (path "")
+  c.api_key = llm::ApiKey(options_.token);  // the bearer token, redacted wherever the endpoint logs
   c.timeout_s = options_.timeout_s;
   c.connect_timeout_s = std::min(10.0, options_.timeout_s);
   c.max_in_flight = options_.max_in_flight;

@@ -27,6 +27,8 @@ struct RemoteOptions {
   //! The agent's identity in the run manifest (`--agent-opt name=LABEL`); "" = the URL. `--resume` refuses a
   //! different name, so with a name the URL may change between sessions (a new port) and the run still resumes.
   std::string name;
+  //! Sent as "Authorization: Bearer TOKEN" (`--agent-token` or PWAB_AGENT_TOKEN); never in the manifest or logs.
+  std::string token;
   bool product_details = false;  //!< also offer get_product_details_by_asin (as RecMind gets it)
   double timeout_s = 300;        //!< per request attempt: the agent may call a model of its own
   int max_attempts = 4;          //!< HTTP attempts per step, the first included
@@ -36,7 +38,7 @@ struct RemoteOptions {
 };
 
 //! Reads AgentOptions: no memory options (the agent gets the whole visible history and chooses itself); the extra
-//! keys `url` (required), `name`, `product_details` (true|false), `timeout` (seconds), `retries` (attempts ≥ 1),
+//! keys `url` (required), `name`, `token`, `product_details` (true|false), `timeout` (seconds), `retries` (attempts ≥ 1),
 //! `retry_delay` (seconds), `max_in_flight`, `max_steps` (default `run_max_steps`, the run's cap). UsageError for
 //! anything else, a missing or non-HTTP URL.
 RemoteOptions parse_remote_options(const AgentOptions& options, int run_max_steps = 10);

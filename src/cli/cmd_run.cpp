@@ -1,6 +1,8 @@
 // `pwab run`, `pwab score`, `pwab compare`, `pwab merge` and `pwab agents`: flags bound to runner::RunConfig and
 // run by runner::run_benchmark (runner/benchmark.h); the reading commands print report/ and metrics/ tables.
 #include <CLI/CLI.hpp>
+
+#include <cstdlib>
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -35,7 +37,7 @@ extern "C" void on_sigint(int) {
 //! The flags of `pwab run` as typed; to_config() turns them into the runner's RunConfig.
 struct RunArgs {
   runner::RunConfig config;
-  std::string data, out, checkpoint, index_dir, track = "single", tasks = "0:", shard = "0/1", agent_url;
+  std::string data, out, checkpoint, index_dir, track = "single", tasks = "0:", shard = "0/1", agent_url, agent_token;
   std::vector<std::string> agent_opts;
   int memory_length = 0;  // 0: the agent's default
   bool quiet = false;
@@ -72,6 +74,13 @@ runner::RunConfig to_config(const RunArgs& a) {
   if (!a.agent_url.empty()) {
     if (c.agent != "remote") throw UsageError("--agent-url is for --agent remote");
     c.agent_options.extra["url"] = a.agent_url;
+  }
+  // The remote agent's bearer token: --agent-token, else PWAB_AGENT_TOKEN (the environment keeps it out of `ps`).
+  std::string token = a.agent_token;
+  if (const char* env = std::getenv("PWAB_AGENT_TOKEN"); token.empty() && env && c.agent == "remote") token = env;
+  if (!token.empty()) {
+    if (c.agent != "remote") throw UsageError("--agent-token is for --agent remote");
+    c.agent_options.extra["token"] = token;
   }
   return c;
 }
@@ -153,6 +162,8 @@ void add_run_commands(CLI::App& app) {
       ->check(CLI::Range(1, 100000));
   run->add_option("--agent-opt", a->agent_opts, "Agent option KEY=VALUE (repeatable)");
   run->add_option("--agent-url", a->agent_url, "URL of the external agent (--agent remote, docs/agents/remote.md)");
+  run->add_option("--agent-token", a->agent_token,
+                  "Bearer token for the external agent (--agent remote; default: PWAB_AGENT_TOKEN)");
   run->add_option("--user-sim", a->config.user_sim, "none, scripted or llm (default: scripted in multi-turn, none in single)");
   run->add_option("--max-steps", a->config.max_steps,
                   "Agent calls per task (default: 10 multi-turn; single-turn 10, or 3 for ReAct-style agents)")

@@ -7,8 +7,10 @@
 #include <atomic>
 #include <chrono>
 #include <csignal>
+#include <cstdlib>
 #include <iostream>
 #include <thread>
+#include <vector>
 
 #include "cli/cli.h"
 #include "cli/serve_setup.h"
@@ -31,7 +33,16 @@ struct ServeArgs {
   std::string host = "127.0.0.1";
   int port = 8765, threads = 512;
   std::size_t max_body_bytes = 1 << 20;
+  std::string token;  // --token, else PWAB_SERVE_TOKEN
+  std::vector<std::string> allowed_hosts, allowed_origins;
 };
+
+// The token from --token or the environment (an argument shows in `ps`; the environment does not).
+std::string serve_token(const ServeArgs& a) {
+  if (!a.token.empty()) return a.token;
+  const char* env = std::getenv("PWAB_SERVE_TOKEN");
+  return env ? env : "";
+}
 
 void serve(const ServeArgs& a) {
   ServedEnvironment served(a.service);
@@ -47,6 +58,9 @@ void serve(const ServeArgs& a) {
   http.max_body_bytes = a.max_body_bytes;
   http.threads = a.threads;
   http.janitor_interval_s = std::clamp(a.service.idle_timeout_s / 4, 0.05, 30.0);
+  http.access.token = serve_token(a);
+  http.access.allowed_hosts = a.allowed_hosts;
+  http.access.allowed_origins = a.allowed_origins;
   http.extra_routes = [&mcp_http](httplib::Server& server) { mcp_http.mount(server); };
   serve::HttpServer server(service, http);
 
@@ -56,9 +70,11 @@ void serve(const ServeArgs& a) {
   server.start();
   // The URL alone on stdout's first line, so a script can start `pwab serve --port 0` and read where it is.
   std::cout << server.url() << std::endl;
-  std::cerr << fmt::format("pwab: serving {} ({} test / {} train tasks) on {} (MCP at /mcp){}; Ctrl-C stops\n", a.service.data,
-                           ds.tasks(data::Split::kTest).size(), ds.tasks(data::Split::kTrain).size(), server.url(),
-                           a.service.out.empty() ? "" : "; records in " + a.service.out + "/{single,multi}");
+  std::cerr << fmt::format("pwab: serving {} ({} test / {} train tasks) on {} (MCP at /mcp){}; {}; Ctrl-C stops\n",
+                           a.service.data, ds.tasks(data::Split::kTest).size(), ds.tasks(data::Split::kTrain).size(),
+                           server.url(), a.service.out.empty() ? "" : "; records in " + a.service.out + "/{single,multi}",
+                           http.access.token.empty() ? "no token (loopback only)"
+                                                     : "every request needs 'Authorization: Bearer TOKEN'");
   while (!g_stop) std::this_thread::sleep_for(std::chrono::milliseconds(100));
   server.stop();
   std::signal(SIGINT, previous_int);
@@ -72,8 +88,16 @@ void add_serve_command(CLI::App& app) {
   auto a = std::make_shared<ServeArgs>();
   auto* cmd = app.add_subcommand("serve", "Serve the environment over HTTP/JSON for agents in other processes");
   add_service_flags(*cmd, a->service);
-  cmd->add_option("--host", a->host, "Address to listen on (loopback by default: the API has no authentication)")
+  cmd->add_option("--host", a->host,
+                  "Address to listen on (loopback by default; any other address needs --token or PWAB_SERVE_TOKEN)")
       ->capture_default_str();
+  cmd->add_option("--token", a->token,
+                  "Bearer token every request must carry (default: the PWAB_SERVE_TOKEN environment variable, which "
+                  "`ps` does not show); required off loopback");
+  cmd->add_option("--allowed-host", a->allowed_hosts,
+                  "A Host name besides localhost/127.0.0.1/[::1] to answer without a token (repeatable)");
+  cmd->add_option("--allowed-origin", a->allowed_origins,
+                  "A web origin's host besides the loopback ones whose pages may call the server (repeatable)");
   cmd->add_option("--port", a->port, "Port (0 = any free port; the URL is printed on stdout)")
       ->capture_default_str()
       ->check(CLI::Range(0, 65535));

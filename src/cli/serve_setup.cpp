@@ -45,6 +45,10 @@ void add_service_flags(CLI::App& cmd, ServiceArgs& a) {
   cmd.add_option("--data", a.data, "Dataset directory")->required();
   cmd.add_option("--out", a.out, "Run directory: records of finished episodes in OUT/single and OUT/multi");
   cmd.add_option("--max-sessions", a.max_sessions, "Episodes open at once")->capture_default_str()->check(CLI::Range(1, 1000000));
+  cmd.add_option("--max-episode-bytes", a.max_episode_bytes,
+                 "Most bytes of actions and observations one episode may hold (its record's size); over it, 413")
+      ->capture_default_str()
+      ->check(CLI::Range(std::size_t{1024}, std::size_t{1} << 34));
   cmd.add_option("--idle-timeout", a.idle_timeout_s, "Seconds after which an idle episode is dropped")
       ->capture_default_str()
       ->check(CLI::Range(0.001, 1e9));
@@ -76,6 +80,7 @@ ServedEnvironment::ServedEnvironment(const ServiceArgs& a) : parts_(std::make_un
   serve::ServiceOptions options;
   options.max_sessions = a.max_sessions;
   options.idle_timeout_s = a.idle_timeout_s;
+  options.max_episode_bytes = a.max_episode_bytes;
   options.seed = a.seed;
   // The LLM user simulator, when a user model is named (same flags as `pwab run --user-sim llm`).
   if (!a.llm.user_model.empty() || !a.llm.model.empty()) {
@@ -84,10 +89,15 @@ ServedEnvironment::ServedEnvironment(const ServiceArgs& a) : parts_(std::make_un
     llm::Ledger& ledger = *p.models.ledger;
     std::string name = p.models.user_model_name;
     const data::Dataset& ds = p.ds;
-    options.llm_user = [&ds, &user_model, &ledger, name](const data::Task& t, uint64_t) -> std::unique_ptr<env::UserChannel> {
-      auto metered = std::make_unique<llm::MeteredChatModel>(user_model, ledger, llm::Role::kUser, data::task_key(t));
+    // Each episode's calls go to the ledger under its episode id: its record's usage is its own, whatever other
+    // episodes of the same task cost.
+    options.llm_user = [&ds, &user_model, &ledger, name](const data::Task& t, uint64_t,
+                                                         const std::string& key) -> std::unique_ptr<env::UserChannel> {
+      auto metered = std::make_unique<llm::MeteredChatModel>(user_model, ledger, llm::Role::kUser, key);
       return std::make_unique<sim::LlmUser>(ds, t, std::move(metered), name);
     };
+    if (ledger.budget_usd()) options.budget_reached = [&ledger] { return ledger.budget_reached(); };
+    options.usage_json = [&ledger](const std::string& key) { return ledger.to_json(key); };
   }
 
   // What changes the records, as `pwab run` writes it; max_steps and the user simulator are per episode.

@@ -22,6 +22,7 @@ struct ServiceArgs {
   int top_k = 10;
   std::size_t max_sessions = 1000;
   double idle_timeout_s = 900;
+  std::size_t max_episode_bytes = 16 << 20;
   uint64_t seed = 0;
   LlmFlags llm;
 };

@@ -1,6 +1,7 @@
 // Offline profile rules and the LLM profile prompt. Every threshold below is documented in
 // docs/construction.md ("Offline profiles"); change both together.
 #include "construct/profile.h"
+#include "core/json_depth.h"
 
 #include <fmt/format.h>
 
@@ -351,7 +352,7 @@ data::Profile parse_profile_reply(std::string_view reply, const data::Profile& f
   nlohmann::json j;
   std::size_t open = reply.find('{'), close = reply.rfind('}');
   if (open != std::string_view::npos && close != std::string_view::npos && close > open)
-    j = nlohmann::json::parse(reply.substr(open, close - open + 1), nullptr, /*allow_exceptions=*/false);
+    j = parse_json_or_discarded(reply.substr(open, close - open + 1));
   data::Profile p;
   for (std::string_view field : data::kProfileFields) {
     std::string value;

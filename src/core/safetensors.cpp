@@ -1,4 +1,5 @@
 #include "core/safetensors.h"
+#include "core/json_depth.h"
 
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -247,6 +248,7 @@ void File::parse() {
          std::to_string(size - 8) + " follow");
   const char* header_begin = reinterpret_cast<const char*>(mapping_->data + 8);
   json header;
+  if (json_nests_deeper_than(std::string_view(header_begin, header_len))) fail("header: " + json_depth_message());
   try {
     header = json::parse(header_begin, header_begin + header_len);
   } catch (const json::exception& e) {
@@ -369,8 +371,10 @@ TensorSet TensorSet::open(const fs::path& path) {
   } else {
     const std::string where = "safetensors index " + file.string() + ": ";
     json index;
+    const std::string text = read_file(file);
+    if (json_nests_deeper_than(text)) throw DataError(where + json_depth_message());
     try {
-      index = json::parse(read_file(file));
+      index = json::parse(text);
     } catch (const json::exception& e) {
       throw DataError(where + "not valid JSON (" + e.what() + ")");
     }

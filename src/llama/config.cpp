@@ -1,5 +1,6 @@
 // LlamaConfig: config.json in and out (nlohmann::json; no torch).
 #include "llama/config.h"
+#include "core/json_depth.h"
 
 #include <nlohmann/json.hpp>
 
@@ -106,6 +107,7 @@ class ConfigReader {
 LlamaConfig LlamaConfig::from_json(const std::string& text, const std::string& label) {
   const std::string where = "model config " + label + ": ";
   json j;
+  if (json_nests_deeper_than(text)) throw DataError(where + json_depth_message());
   try {
     j = json::parse(text);
   } catch (const json::exception& e) {

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "core/sys.h"
 
 namespace pwab::llama {
 namespace fs = std::filesystem;
@@ -223,8 +224,7 @@ void save_checkpoint(const fs::path& file, const std::vector<std::pair<std::stri
                       {"extra", state.extra_json}};
   archive.write("state", c10::IValue(s.dump()));
   if (file.has_parent_path()) fs::create_directories(file.parent_path());
-  fs::path tmp = file;
-  tmp += ".tmp";
+  const fs::path tmp = create_temp_beside(file, "tmp");  // exclusively ours: never written through a planted link
   archive.save_to(tmp.string());
   fs::rename(tmp, file);
 }

@@ -3,6 +3,7 @@
 #include <curl/curl.h>
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -172,9 +173,75 @@ void check_endpoint_usable(const EndpointConfig& config) {
                      ": set OPENAI_API_KEY or pass the API key option");
 }
 
+namespace {
+
+std::string base64(std::string_view in) {
+  static constexpr char kAlphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  std::size_t i = 0;
+  for (; i + 2 < in.size(); i += 3) {
+    const uint32_t v = (uint32_t(uint8_t(in[i])) << 16) | (uint32_t(uint8_t(in[i + 1])) << 8) | uint8_t(in[i + 2]);
+    for (int shift : {18, 12, 6, 0}) out += kAlphabet[(v >> shift) & 63];
+  }
+  if (i < in.size()) {
+    uint32_t v = uint32_t(uint8_t(in[i])) << 16;
+    if (i + 1 < in.size()) v |= uint32_t(uint8_t(in[i + 1])) << 8;
+    out += kAlphabet[(v >> 18) & 63];
+    out += kAlphabet[(v >> 12) & 63];
+    out += i + 1 < in.size() ? kAlphabet[(v >> 6) & 63] : '=';
+    out += '=';
+  }
+  return out;
+}
+
+std::string percent_decoded(std::string_view in) {
+  std::string out;
+  for (std::size_t i = 0; i < in.size(); ++i) {
+    if (in[i] == '%' && i + 2 < in.size() && std::isxdigit(uint8_t(in[i + 1])) && std::isxdigit(uint8_t(in[i + 2]))) {
+      out += static_cast<char>(std::stoi(std::string(in.substr(i + 1, 2)), nullptr, 16));
+      i += 2;
+    } else {
+      out += in[i];
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<std::string> endpoint_secrets(const EndpointConfig& c) {
+  std::vector<std::string> out;
+  if (!c.api_key.empty()) out.push_back(c.api_key.reveal());
+  auto [begin, end] = authority_range(c.base_url);
+  if (begin == std::string_view::npos) return out;
+  std::string_view authority = std::string_view(c.base_url).substr(begin, end - begin);
+  const std::size_t at = authority.rfind('@');
+  if (at == std::string_view::npos) return out;
+  // user:password as written, decoded, and as curl sends it (Basic base64(user:password)); a server that echoes
+  // the request's headers in an error would otherwise put the credentials in the record.
+  const std::string userinfo(authority.substr(0, at)), decoded = percent_decoded(userinfo);
+  for (const std::string& v : {userinfo, decoded, base64(decoded)})
+    if (!v.empty()) out.push_back(v);
+  const std::size_t colon = decoded.find(':');
+  if (colon != std::string::npos && decoded.size() - colon - 1 >= 4) {  // the password alone, unless trivially short
+    out.push_back(decoded.substr(colon + 1));
+    const std::size_t raw_colon = userinfo.find(':');
+    if (raw_colon != std::string::npos) out.push_back(userinfo.substr(raw_colon + 1));
+  }
+  std::sort(out.begin(), out.end(), [](const std::string& a, const std::string& b) { return a.size() > b.size(); });
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+std::string redact_secrets(std::string text, const std::vector<std::string>& secrets) {
+  for (const std::string& secret : secrets) text = redact_secret(text, secret);  // longest first
+  return text;
+}
+
 struct Endpoint::State {
   EndpointConfig config;
   std::string display_url;
+  std::vector<std::string> secrets;  // what no message may show (the key, a URL's credentials)
   std::counting_semaphore<> slots;
   std::mutex pool_mutex;
   std::vector<CURL*> pool;  // idle easy handles; each keeps its connection cache
@@ -182,7 +249,8 @@ struct Endpoint::State {
   Rng rng;
 
   explicit State(EndpointConfig c)
-      : config(std::move(c)), display_url(redact_url(config.base_url)), slots(config.max_in_flight),
+      : config(std::move(c)), display_url(redact_url(config.base_url)), secrets(endpoint_secrets(config)),
+        slots(config.max_in_flight),
         rng(config.retry.jitter_seed) {}
 
   CURL* acquire() {
@@ -291,22 +359,21 @@ PostResult Endpoint::post_json(std::string_view path, const std::string& body, c
   const RetryPolicy& policy = s.config.retry;
   const std::string url = s.config.base_url + std::string(path);
   const std::string shown = "POST " + s.display_url + std::string(path);
-  const std::string& key = s.config.api_key.reveal();
+  const auto hide = [&s](std::string text) { return redact_secrets(std::move(text), s.secrets); };
   for (int attempt = 1;; ++attempt) {
     Exchange ex = s.send(url, body);
     std::string problem;
     bool retry = true;
     int status = static_cast<int>(ex.status);
     if (ex.code != CURLE_OK) {
-      problem = ex.code == CURLE_OPERATION_TIMEDOUT ? "timed out (" + redact_secret(ex.curl_error, key) + ")"
-                                                    : redact_secret(ex.curl_error, key);
+      problem = ex.code == CURLE_OPERATION_TIMEDOUT ? "timed out (" + hide(ex.curl_error) + ")" : hide(ex.curl_error);
       retry = retryable_curl(ex.code);
     } else if (ex.status >= 200 && ex.status < 300) {
       problem = check ? check(ex.body) : std::string();
       if (problem.empty()) return PostResult{std::move(ex.body), attempt};
-      problem = "unusable reply: " + redact_secret(problem, key);
+      problem = "unusable reply: " + hide(problem);
     } else {
-      problem = "HTTP " + std::to_string(ex.status) + ": " + body_excerpt(ex.body, key);
+      problem = "HTTP " + std::to_string(ex.status) + ": " + body_excerpt(hide(ex.body), "");
       retry = retryable_status(ex.status);
     }
     if (!retry) throw InfraError(shown + " failed: " + problem, status, attempt);

@@ -11,6 +11,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 #include <string_view>
 
 #include "core/error.h"
@@ -86,6 +87,11 @@ void check_endpoint_usable(const EndpointConfig& config);
 
 //! `url` with any "user:password@" removed, for messages.
 std::string redact_url(std::string_view url);
+//! What no message, log line or record may show for this endpoint, longest first: the API key, and a base URL's
+//! userinfo as written, percent-decoded and base64-encoded (curl's Basic Authorization), and its password.
+std::vector<std::string> endpoint_secrets(const EndpointConfig& config);
+//! `text` with every one of `secrets` replaced by "[redacted]".
+std::string redact_secrets(std::string text, const std::vector<std::string>& secrets);
 
 //! A successful POST.
 struct PostResult {

@@ -1,4 +1,5 @@
 #include "llm/ledger.h"
+#include "core/json_depth.h"
 
 #include <algorithm>
 #include <array>
@@ -68,6 +69,7 @@ PriceTable PriceTable::load(const std::filesystem::path& file) {
 PriceTable PriceTable::parse(std::string_view json_text, std::string_view source) {
   const std::string src(source);
   json j;
+  if (json_nests_deeper_than(json_text)) throw DataError(src + ": " + json_depth_message());
   try {
     j = json::parse(json_text);
   } catch (const json::parse_error& e) {
@@ -159,7 +161,7 @@ std::string Usage::to_json() const {
 }
 
 Usage Usage::from_json(std::string_view text) {
-  json j = json::parse(text, nullptr, false);
+  json j = parse_json_or_discarded(text);
   if (j.is_discarded() || !j.is_object()) throw DataError("LLM usage: not a JSON object");
   Usage u;
   auto num = [&](const char* key, int64_t& into) {

@@ -1,5 +1,6 @@
 // Tables 5 and 6 (ablate.h): the rows' pipelines, then the tables from their per-task scores.
 #include "puma/ablate.h"
+#include "core/json_depth.h"
 
 #include <fmt/format.h>
 
@@ -37,7 +38,7 @@ std::vector<metrics::TaskOutcome> read_fast_test_scores(const fs::path& eval_dir
   if (!fs::exists(file)) return out;
   const std::string text = read_file(file);
   for_each_nonblank_line(text, [&](std::string_view line, std::size_t line_no) {
-    json j = json::parse(line, nullptr, false);
+    json j = parse_json_or_discarded(line);
     if (j.is_discarded() || !j.contains("task") || !j.contains("type"))
       throw DataError(file.string() + ":" + std::to_string(line_no) + ": not a fast-test score record");
     metrics::TaskOutcome t;

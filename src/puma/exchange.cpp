@@ -1,5 +1,6 @@
 // PUMA's training data in TRL, LLaMA-Factory and the original's formats (exchange.h).
 #include "puma/exchange.h"
+#include "core/json_depth.h"
 
 #include <nlohmann/json.hpp>
 
@@ -19,7 +20,7 @@ std::vector<PreferenceExample> read_pairs(const fs::path& file, std::vector<std:
   if (!fs::exists(file)) return out;
   const std::string text = read_file(file);
   for_each_nonblank_line(text, [&](std::string_view line, std::size_t line_no) {
-    json j = json::parse(line, nullptr, false);
+    json j = parse_json_or_discarded(line);
     if (j.is_discarded() || !j.is_object() || !j.contains("prompt") || !j.contains("chosen") || !j.contains("rejected"))
       throw DataError(file.string() + ":" + std::to_string(line_no) + ": not a preference pair record");
     out.push_back({j["prompt"].get<std::string>(), j["chosen"].get<std::string>(), j["rejected"].get<std::string>()});
@@ -43,14 +44,14 @@ std::vector<json> read_records(const fs::path& file, bool jsonl) {
   std::vector<json> out;
   if (jsonl) {
     for_each_nonblank_line(text, [&](std::string_view line, std::size_t line_no) {
-      json j = json::parse(line, nullptr, false);
+      json j = parse_json_or_discarded(line);
       if (j.is_discarded() || !j.is_object())
         throw DataError(file.string() + ":" + std::to_string(line_no) + ": not a JSON object");
       out.push_back(std::move(j));
     });
     return out;
   }
-  json j = json::parse(text, nullptr, false);
+  json j = parse_json_or_discarded(text);
   if (j.is_discarded() || !j.is_array()) throw DataError(file.string() + ": expected a JSON array of records");
   for (json& r : j) {
     if (!r.is_object()) throw DataError(file.string() + ": record " + std::to_string(out.size()) + " is not an object");
@@ -69,7 +70,7 @@ std::string field(const json& record, const char* name, const fs::path& file, st
 // {"train": [...], "test": [...]} of the original's files.
 json original_split(const fs::path& file, const char* split) {
   if (!fs::exists(file)) throw DataError(file.string() + " does not exist");
-  json j = json::parse(read_file(file), nullptr, false);
+  json j = parse_json_or_discarded(read_file(file));
   if (j.is_discarded() || !j.is_object()) throw DataError(file.string() + ": expected {\"train\": [...], \"test\": [...]}");
   auto it = j.find(split);
   if (it == j.end()) return json::array();

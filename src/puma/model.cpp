@@ -448,6 +448,8 @@ TrainReport train_loop(const std::string& phase, llama::LlamaModel& model, Train
   double epoch_loss = 0;
   int64_t epoch_n = 0;
   auto stop = [&](int64_t epoch) {
+    report.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+    report.tokens_per_s = static_cast<double>(report.tokens) / std::max(1e-9, report.seconds);
     save(epoch);
     report.cancelled = true;
     report.steps = acc.optimizer_steps();

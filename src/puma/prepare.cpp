@@ -1,4 +1,5 @@
 #include "puma/prepare.h"
+#include "core/json_depth.h"
 
 #include <nlohmann/json.hpp>
 
@@ -177,7 +178,7 @@ std::vector<Example> read_examples(const std::filesystem::path& file) {
     ++line_no;
     if (trim(line).empty()) continue;
     auto where = [&] { return file.string() + " line " + std::to_string(line_no) + ": "; };
-    json j = json::parse(line, nullptr, false);
+    json j = parse_json_or_discarded(line);
     if (j.is_discarded() || !j.is_object()) throw DataError(where() + "not a JSON object");
     Example e;
     for (auto [field, slot] : {std::pair{"task", &e.task}, std::pair{"instruction", &e.instruction},

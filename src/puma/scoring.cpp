@@ -1,4 +1,5 @@
 #include "puma/scoring.h"
+#include "core/json_depth.h"
 
 #include <fmt/format.h>
 
@@ -118,7 +119,7 @@ FastTestResult fast_test_candidates(const env::Environment& env, const std::vect
 
 Predictions read_predictions(const std::filesystem::path& file) {
   const std::string text = read_file(file);
-  nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
+  nlohmann::json j = parse_json_or_discarded(text);
   if (j.is_discarded()) throw DataError(file.string() + ": not JSON");
   if (!j.is_object())
     throw DataError(file.string() + ": expected an object {instruction: text or [text, ...]} (the original's "

@@ -1,4 +1,5 @@
 #include "rec/checkpoint_file.h"
+#include "core/json_depth.h"
 
 #include <nlohmann/json.hpp>
 
@@ -57,7 +58,7 @@ CheckpointContents decode_checkpoint(std::string_view bytes, std::string_view wh
   for (int i = 7; i >= 0; --i) length = (length << 8) | static_cast<uint8_t>(bytes[pos + i]);
   pos += 8;
   if (length > bytes.size() - pos) throw fail("truncated checkpoint header");
-  nlohmann::json header = nlohmann::json::parse(bytes.substr(pos, length), nullptr, false);
+  nlohmann::json header = parse_json_or_discarded(bytes.substr(pos, length));
   if (header.is_discarded() || !header.is_object()) throw fail("corrupt checkpoint header (invalid JSON)");
   std::string_view payload = bytes.substr(pos + length);
 

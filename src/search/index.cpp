@@ -13,6 +13,7 @@
 
 #include "core/error.h"
 #include "core/hash.h"
+#include "core/sys.h"
 #include "search/analyzer.h"
 #include "search/small_float.h"
 #include "search/bm25_weight.h"
@@ -95,11 +96,9 @@ bool is_writable_dir(const fs::path& dir) {
   return ok;
 }
 
-fs::path user_cache_root() {
-  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg) return fs::path(xdg) / "pwab" / "index";
-  if (const char* home = std::getenv("HOME"); home && *home) return fs::path(home) / ".cache" / "pwab" / "index";
-  return fs::temp_directory_path() / "pwab-index";
-}
+// $XDG_CACHE_HOME/pwab/index, ~/.cache/pwab/index, or a private /tmp/pwab-UID/index: never a shared /tmp path
+// another user could have filled with an index of their making.
+fs::path user_cache_root() { return private_cache_dir("index"); }
 
 }  // namespace
 

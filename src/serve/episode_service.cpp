@@ -10,7 +10,10 @@
 #include <initializer_list>
 #include <optional>
 #include <nlohmann/json.hpp>
-#include <random>
+#include <sys/random.h>
+
+#include <cerrno>
+#include <cstring>
 #include <vector>
 
 #include "core/version.h"
@@ -24,6 +27,13 @@ namespace {
 using Json = nlohmann::json;
 
 RequestError bad_request(const std::string& message) { return RequestError(400, "bad_request", message); }
+
+RequestError budget_spent(std::string_view what) {
+  return RequestError(402, "budget_reached",
+                      fmt::format("{} would call the LLM user simulator, and the server's --budget-usd is spent; "
+                                  "episodes without it (user_sim scripted or none) go on",
+                                  what));
+}
 
 // --- reading request fields: every wrong type is a 400 naming the field -----------------------------------
 
@@ -191,13 +201,16 @@ struct EpisodeService::Slot {
   double last_answer = 0;  // when the last observation went out: the agent's thinking time starts there
   bool closed = false;     // ended or expired; a request that found the slot just before then gets a 404
   std::optional<runner::TaskRecord> record;  // set once the episode finished (and was recorded)
+  int trial = 0;
+  std::size_t bytes = 0;  // of actions and observations so far (ServiceOptions::max_episode_bytes)
+  runner::RunDirectory* claimed_in = nullptr;  // the run directory whose (task, trial) this episode holds
 };
 
 EpisodeService::EpisodeService(const env::Environment& env, ServiceOptions options, runner::RunDirectory* out)
     : EpisodeService(env, std::move(options), RecordSinks{out, out}) {}
 
 EpisodeService::EpisodeService(const env::Environment& env, ServiceOptions options, RecordSinks sinks)
-    : env_(env), options_(std::move(options)), sinks_(sinks), id_rng_(std::random_device{}() ^ (uint64_t{std::random_device{}()} << 32)) {
+    : env_(env), options_(std::move(options)), sinks_(sinks) {
   if (!options_.clock) options_.clock = steady_seconds;
 }
 
@@ -205,9 +218,42 @@ EpisodeService::~EpisodeService() = default;
 
 double EpisodeService::now() const { return options_.clock(); }
 
+// 128 bits from the kernel's random source: an id says nothing about the ids handed out before or after it, so
+// holding one episode gives no way to reach another.
 std::string EpisodeService::new_episode_id() {
-  std::lock_guard lock(id_mu_);
-  return fmt::format("ep_{:016x}{:08x}", id_rng_.next_u64(), static_cast<uint32_t>(id_rng_.next_u64()));
+  uint64_t words[2];
+  auto* bytes = reinterpret_cast<unsigned char*>(words);
+  std::size_t got = 0;
+  while (got < sizeof words) {
+    ssize_t n = getrandom(bytes + got, sizeof words - got, 0);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) throw Error(std::string("episode id: getrandom failed: ") + std::strerror(errno));
+    got += static_cast<std::size_t>(n);
+  }
+  return fmt::format("ep_{:016x}{:016x}", words[0], words[1]);
+}
+
+// A recorded run counts each (task, trial) once: an episode may start only when its run directory has no clean
+// record of it and no other open episode holds it, so no replay can replace a finished record.
+void EpisodeService::claim(Slot& slot, runner::RunDirectory* dir, const std::string& key) {
+  if (!dir) return;
+  std::lock_guard lock(claims_mu_);
+  if (dir->done().contains(runner::RecordId{key, slot.trial}))
+    throw RequestError(409, "already_recorded",
+                       fmt::format("task {} trial {} already has a record in {}; a recorded run counts each task "
+                                   "once per trial (start it with \"trial\": N for another trial)",
+                                   key, slot.trial, dir->path().string()));
+  if (!claims_.emplace(dir, key, slot.trial).second)
+    throw RequestError(409, "in_progress",
+                       fmt::format("task {} trial {} is being played in another open episode", key, slot.trial));
+  slot.claimed_in = dir;
+}
+
+void EpisodeService::release(Slot& slot) {
+  if (!slot.claimed_in) return;
+  std::lock_guard lock(claims_mu_);
+  claims_.erase({slot.claimed_in, runner::task_key(*slot.task), slot.trial});
+  slot.claimed_in = nullptr;
 }
 
 runner::RunDirectory* EpisodeService::sink(runner::Track track) const {
@@ -260,7 +306,7 @@ Json EpisodeService::list_tasks(const Json& query) const {
 Json EpisodeService::start(const Json& request) {
   constexpr std::string_view kWhat = "start";
   require_object(request, kWhat);
-  check_fields(request, kWhat, {"task", "track", "user_sim", "max_steps", "seed", "history"});
+  check_fields(request, kWhat, {"task", "track", "user_sim", "max_steps", "seed", "history", "trial"});
   auto key = opt_string(request, "task", kWhat);
   if (!key) throw bad_request("start: 'task' is required, e.g. \"test/17\" (GET /v1/tasks lists them)");
   const data::Task& task = find_task(env_.dataset(), *key);
@@ -276,22 +322,34 @@ Json EpisodeService::start(const Json& request) {
     throw bad_request("start: the single-turn track has no user simulator (use \"track\": \"multi\")");
   if (user_sim == "llm" && !options_.llm_user)
     throw bad_request("start: this server has no LLM user simulator (start `pwab serve` with --user-model)");
+  if (user_sim == "llm" && options_.budget_reached && options_.budget_reached()) throw budget_spent("start");
   int default_steps = track == runner::Track::kSingleTurn ? options_.default_max_steps_single : options_.default_max_steps_multi;
   int max_steps = static_cast<int>(opt_int(request, "max_steps", kWhat, 1, options_.max_steps_limit).value_or(default_steps));
   uint64_t seed = opt_seed(request, kWhat).value_or(options_.seed);
   bool with_history = opt_bool(request, "history", kWhat).value_or(true);
+  const int trial = static_cast<int>(opt_int(request, "trial", kWhat, 0, kMaxTrial).value_or(0));
 
   auto slot = std::make_shared<Slot>();
   slot->id = new_episode_id();
   slot->task = &task;
+  slot->trial = trial;
+  claim(*slot, sink(track), *key);
+  struct Unclaim {  // gives the (task, trial) back when the start fails after this point
+    EpisodeService* service;
+    Slot* slot;
+    ~Unclaim() {
+      if (slot) service->release(*slot);
+    }
+  } unclaim{this, slot.get()};
   slot->user_sim = user_sim;
   slot->seed = seed;
   // The same user `pwab run` gives this task: the scripted user is seeded with the run seed (it mixes in the
   // task's split and index itself), so a served episode replays an in-process one exactly.
   if (user_sim == "scripted") slot->user = std::make_unique<sim::ScriptedUser>(env_.dataset(), task, seed);
-  if (user_sim == "llm") slot->user = options_.llm_user(task, seed);
+  if (user_sim == "llm") slot->user = options_.llm_user(task, seed, slot->id);
   slot->episode = std::make_unique<runner::Episode>(env_, task, slot->user.get(), runner::EpisodeOptions{track, max_steps});
   std::string observation = slot->episode->reset();
+  slot->bytes = observation.size();
   slot->last_answer = now();
   slot->last_used = slot->last_answer;
 
@@ -309,8 +367,10 @@ Json EpisodeService::start(const Json& request) {
                                      options_.max_sessions));
     slots_.emplace(slot->id, slot);
   }
+  unclaim.slot = nullptr;
   Json out = {{"episode_id", slot->id},
               {"task", *key},
+              {"trial", trial},
               {"track", track_text},
               {"user_sim", user_sim},
               {"seed", seed},
@@ -330,15 +390,27 @@ std::shared_ptr<EpisodeService::Slot> EpisodeService::find(std::string_view epis
 
 namespace {
 
+// The record as a client may see it: without the task's type and target, which would tell it how to replay the
+// task (the run directory's copy keeps them for `pwab score`).
+Json client_view(const runner::TaskRecord& record) {
+  Json j = Json::parse(record.to_json_line());
+  j.erase("type");
+  j.erase("target_asin");
+  return j;
+}
+
 RequestError gone(std::string_view episode_id) {
   return RequestError(404, "unknown_episode", fmt::format("episode '{}' has just ended or expired", episode_id));
 }
 
 }  // namespace
 
-void EpisodeService::record(Slot& slot, const runner::TaskRecord& record) const {
+void EpisodeService::record(Slot& slot, runner::TaskRecord record) {
+  record.trial = slot.trial;
+  if (slot.user_sim == "llm" && options_.usage_json) record.usage_json = options_.usage_json(slot.id);
   if (auto* dir = sink(slot.episode->options().track)) dir->append(record);
-  slot.record = record;
+  release(slot);  // the run directory's record holds the (task, trial) from now on
+  slot.record = std::move(record);
 }
 
 Json EpisodeService::step(std::string_view episode_id, const Json& action) {
@@ -351,10 +423,21 @@ Json EpisodeService::step(std::string_view episode_id, const Json& action) {
     throw RequestError(409, "episode_finished",
                        fmt::format("episode '{}' has finished ({}); POST /v1/episodes/{}/end returns its record",
                                    episode_id, slot->record ? slot->record->ending : "", episode_id));
+  // A respond to the LLM user is a paid call: none once the budget is spent (the agent may still act or stop).
+  if (slot->user_sim == "llm" && decision.action.name == env::kRespond && options_.budget_reached &&
+      options_.budget_reached())
+    throw budget_spent("this respond step");
+  const std::size_t incoming = decision.action.name.size() + decision.action.arguments_json.size();
+  if (slot->bytes + incoming > options_.max_episode_bytes)
+    throw RequestError(413, "episode_too_large",
+                       fmt::format("episode '{}' holds {} bytes of actions and observations, and this action of {} "
+                                   "bytes would take it over the limit of {} (--max-episode-bytes); end it",
+                                   episode_id, slot->bytes, incoming, options_.max_episode_bytes));
   double t = now();
   slot->last_used = t;
   episode.add_agent_seconds(std::max(0.0, t - slot->last_answer));
   runner::EpisodeStep step = episode.step(decision);
+  slot->bytes += incoming + step.result.observation.size();
 
   Json out = {{"observation", step.result.observation},
               {"reward", reward_json(step.result.reward)},
@@ -392,7 +475,7 @@ Json EpisodeService::end(std::string_view episode_id) {
     record(*slot, runner::make_record(env_.dataset(), *slot->task, result));
   }
   metrics::TaskScore score = metrics::score_task(slot->record->outcome());
-  return {{"record", Json::parse(slot->record->to_json_line())}, {"score", {{"f", score.f}, {"r", score.r}}}};
+  return {{"record", client_view(*slot->record)}, {"score", {{"f", score.f}, {"r", score.r}}}};
 }
 
 Json EpisodeService::state(std::string_view episode_id) const {
@@ -436,6 +519,7 @@ std::size_t EpisodeService::expire_idle() {
       // A slot whose lock is held is in the middle of a request: not idle, whatever its timestamp says.
       if (slot.last_used.load() <= cutoff && slot.mu.try_lock()) {
         slot.closed = true;
+        release(slot);  // dropped without a record: its (task, trial) may be played again
         slot.mu.unlock();
         dropped.push_back(std::move(it->second));
         it = slots_.erase(it);

@@ -17,10 +17,11 @@
 #include <shared_mutex>
 #include <string>
 #include <string_view>
+#include <set>
+#include <tuple>
 #include <unordered_map>
 
 #include "core/error.h"
-#include "core/rng.h"
 #include "env/environment.h"
 #include "runner/episode.h"
 #include "runner/results.h"
@@ -28,7 +29,8 @@
 namespace pwab::serve {
 
 //! A request the service refuses. `status` is the HTTP status a front end answers with: 400 bad request, 404
-//! unknown task or episode, 409 episode already finished, 413 too large, 429 too many sessions. `code` is a
+//! unknown task or episode, 402 the budget is spent (budget_reached), 409 episode already finished or a (task, trial) already recorded or being played
+//! (already_recorded, in_progress), 413 too large, 429 too many sessions. `code` is a
 //! short machine-readable name ("unknown_episode"), what() the message for people.
 struct RequestError : Error {
   RequestError(int status, std::string code, const std::string& message)
@@ -37,12 +39,17 @@ struct RequestError : Error {
   std::string code;
 };
 
-//! A user simulator for one task (the service owns what it returns).
-using UserFactory = std::function<std::unique_ptr<env::UserChannel>(const data::Task&, uint64_t seed)>;
+//! A user simulator for one task (the service owns what it returns). `ledger_key` names the episode in the cost
+//! ledger (its id), so that usage_json can report what this episode's user spent.
+using UserFactory =
+    std::function<std::unique_ptr<env::UserChannel>(const data::Task&, uint64_t seed, const std::string& ledger_key)>;
 
 struct ServiceOptions {
   //! Episodes open at once; a start beyond it first drops idle ones, then answers 429.
   std::size_t max_sessions = 1000;
+  //! The most bytes of actions (name and arguments) and observations one episode may hold: a step that would go
+  //! over it is refused (413 episode_too_large) and changes nothing. Bounds an episode's memory and its record line.
+  std::size_t max_episode_bytes = 16 << 20;
   //! Seconds without a request after which an episode is dropped by expire_idle().
   double idle_timeout_s = 900;
   //! The seed of the scripted user when a start request gives none (as `pwab run --seed`).
@@ -56,6 +63,12 @@ struct ServiceOptions {
   std::size_t max_list_limit = 1000;
   //! user_sim "llm": the LLM user simulator, when the server was given a model; null = "llm" is refused.
   UserFactory llm_user;
+  //! Whether the LLM user's priced spending has reached the budget (`--budget-usd`); null = no budget. Once it
+  //! has, episodes with the LLM user are not started and their respond steps (which would call it) are refused
+  //! (402 budget_reached); everything that costs nothing goes on.
+  std::function<bool()> budget_reached;
+  //! The usage JSON of one ledger key (an episode id) for its record's `usage`; null = none recorded.
+  std::function<std::string(const std::string& ledger_key)> usage_json;
   //! Monotonic seconds; the steady clock when empty. Tests of expiry pass a hand-moved clock.
   std::function<double()> clock;
 };
@@ -69,6 +82,9 @@ struct RecordSinks {
 
 class EpisodeService {
  public:
+  //! The largest "trial" a start request may name.
+  static constexpr int64_t kMaxTrial = 999'999;
+
   //! `env` (and its dataset) must outlive the service. `out`, when given, is the run directory where every
   //! episode's record is appended (both tracks), as `pwab run` writes them.
   EpisodeService(const env::Environment& env, ServiceOptions options, runner::RunDirectory* out = nullptr);
@@ -83,8 +99,10 @@ class EpisodeService {
   //! [{"task": "test/17", "user_id", "instruction"}]}. Never the type, target or ground truth.
   nlohmann::json list_tasks(const nlohmann::json& query) const;
   //! {"task": "test/17", "track": "single"|"multi", "user_sim": "none"|"scripted"|"llm", "max_steps"?, "seed"?,
-  //! "history"? (false leaves it out)} -> {"episode_id", "task", "track", "user_sim", "seed", "max_steps",
-  //! "observation", "tools", "history": [...]}. The history is what an agent's memory may use: the user's
+  //! "history"? (false leaves it out), "trial"? (0)} -> {"episode_id", "task", "trial", "track", "user_sim", "seed",
+  //! "max_steps", "observation", "tools", "history": [...]}. With a run directory for the track, a (task, trial)
+  //! that already has a clean record there, or is being played in another open episode, is refused (409
+  //! already_recorded / in_progress): no replay replaces a finished record. The history is what an agent's memory may use: the user's
   //! behaviours before the task (asin, title, the user's own rating, review and timestamp).
   nlohmann::json start(const nlohmann::json& request);
   //! {"name", "arguments": {...} or "<JSON text>", "usage"?: {"prompt_tokens", "completion_tokens"}} (or an
@@ -92,7 +110,8 @@ class EpisodeService {
   //! "result_acc"}, "done", "scored", "steps", "finished", "ending" (once finished)}. A finished episode's
   //! record is appended to the run directory at this step.
   nlohmann::json step(std::string_view episode_id, const nlohmann::json& action);
-  //! Finalises and removes the episode: {"record": <TaskRecord JSON>, "score": {"f", "r"}}. An episode ended
+  //! Finalises and removes the episode: {"record": <TaskRecord JSON without "type" and "target_asin">, "score":
+  //! {"f", "r"}}. An episode ended
   //! before it finished gets the ending "client_end" and is recorded then.
   nlohmann::json end(std::string_view episode_id);
   //! The episode so far (no target): ids, options, steps, the actions with observations and rewards, attempts.
@@ -109,15 +128,17 @@ class EpisodeService {
   double now() const;
   std::string new_episode_id();
   runner::RunDirectory* sink(runner::Track track) const;
-  void record(Slot& slot, const runner::TaskRecord& record) const;
+  void record(Slot& slot, runner::TaskRecord record);
+  void claim(Slot& slot, runner::RunDirectory* dir, const std::string& key);
+  void release(Slot& slot);
 
   const env::Environment& env_;
   ServiceOptions options_;
   RecordSinks sinks_;
   mutable std::shared_mutex mu_;  // guards slots_ (each Slot has its own lock for its episode)
   std::unordered_map<std::string, std::shared_ptr<Slot>> slots_;
-  std::mutex id_mu_;
-  Rng id_rng_;  // episode ids: unguessable enough that one client does not stumble on another's episode
+  std::mutex claims_mu_;  // guards claims_
+  std::set<std::tuple<const runner::RunDirectory*, std::string, int>> claims_;  // (dir, task, trial) being played
 };
 
 }  // namespace pwab::serve

@@ -71,6 +71,33 @@ Json task_query(const httplib::Request& req) {
   return q;
 }
 
+RequestFacts facts_of(const httplib::Request& req) {
+  RequestFacts f;
+  f.method = req.method;
+  f.path = req.path;
+  f.host = req.get_header_value("Host");
+  f.has_origin = req.has_header("Origin");
+  f.origin = req.get_header_value("Origin");
+  f.sec_fetch_site = req.get_header_value("Sec-Fetch-Site");
+  f.content_type = req.get_header_value("Content-Type");
+  f.authorization = req.get_header_value("Authorization");
+  const std::string length = req.get_header_value("Content-Length");
+  f.has_body = req.has_header("Transfer-Encoding") || (!length.empty() && length.find_first_not_of("0") != std::string::npos);
+  return f;
+}
+
+// A refusal before routing, in the shape its route answers: JSON-RPC for MCP, the API's error object elsewhere.
+void send_refusal(httplib::Response& res, const httplib::Request& req, const AccessRefusal& r) {
+  if (r.status == 401) res.set_header("WWW-Authenticate", "Bearer");
+  if (req.path.rfind("/mcp", 0) == 0) {
+    res.status = r.status;
+    res.set_content(dump({{"jsonrpc", "2.0"}, {"id", nullptr}, {"error", {{"code", -32600}, {"message", r.message}}}}),
+                    "application/json");
+    return;
+  }
+  send_error(res, r.status, r.code, r.message);
+}
+
 struct Route {
   std::string method;
   std::regex path;
@@ -170,6 +197,11 @@ HttpServer::HttpServer(EpisodeService& service, HttpOptions options)
     : impl_(std::make_unique<Impl>(service, std::move(options))) {
   Impl& s = *impl_;
   if (s.options.threads < 1) throw UsageError("the server needs at least one worker thread");
+  if (!is_loopback_host(s.options.host) && s.options.access.token.empty())
+    throw UsageError(fmt::format("listening on {} reaches other machines, and the API would be open to all of them: "
+                                 "give a bearer token (--token or the PWAB_SERVE_TOKEN environment variable), or "
+                                 "listen on 127.0.0.1",
+                                 s.options.host));
   int threads = s.options.threads;
   s.server.new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<std::size_t>(threads)); };
   s.server.set_payload_max_length(s.options.max_body_bytes);
@@ -191,10 +223,18 @@ HttpServer::HttpServer(EpisodeService& service, HttpOptions options)
   s.server.Patch(".*", handler);
   s.server.Delete(".*", handler);
   s.server.Options(".*", handler);
+  // Every request first passes the access checks (access.h): Host, Origin, token, a body declared JSON.
   // A POST without Content-Length or a chunked body (`curl -X POST .../end`) has no body; httplib would refuse
   // it with a bare 400 while trying to read one, so it is answered before that. Only the API's own POST routes
   // (under /v1/): other methods read no body, and the extra routes (/mcp) answer their own requests.
   s.server.set_pre_routing_handler([&s](const httplib::Request& req, httplib::Response& res) {
+    if (auto refusal = check_access(s.options.access, facts_of(req))) {
+      // Refused before its body was read: the connection closes after the answer, since the unread body would
+      // otherwise be taken for the next request.
+      res.set_header("Connection", "close");
+      send_refusal(res, req, *refusal);
+      return httplib::Server::HandlerResponse::Handled;
+    }
     if (req.method != "POST" || req.path.rfind("/v1/", 0) != 0 || req.has_header("Content-Length") ||
         req.has_header("Transfer-Encoding"))
       return httplib::Server::HandlerResponse::Unhandled;

@@ -9,8 +9,9 @@
 //   POST /v1/episodes/{id}/end         (or DELETE /v1/episodes/{id}) its record and score; the episode is gone
 //
 // Every answer is JSON; every refusal is {"error": {"code", "message"}} with a 4xx status (400 malformed JSON or
-// a wrong field, 404 unknown route/task/episode, 405 wrong method, 409 finished episode, 413 body too large,
-// 429 too many sessions); a failure of the server itself is a 500 with the same shape. A janitor thread drops
+// a wrong field, 401 no or a wrong bearer token, 403 a Host or Origin refused, 404 unknown route/task/episode,
+// 405 wrong method, 409 finished episode or recorded task, 413 body too large, 415 a body not declared JSON, 429
+// too many sessions); a failure of the server itself is a 500 with the same shape. A janitor thread drops
 // idle episodes. The worker pool is sized so that every client can hold a keep-alive connection at once.
 #pragma once
 #include <cstddef>
@@ -18,6 +19,7 @@
 #include <memory>
 #include <string>
 
+#include "serve/access.h"
 #include "serve/episode_service.h"
 
 namespace httplib {
@@ -27,7 +29,8 @@ class Server;
 namespace pwab::serve {
 
 struct HttpOptions {
-  std::string host = "127.0.0.1";  //!< loopback unless asked: the API has no authentication
+  //! Loopback unless asked. Any other address needs access.token (the constructor refuses it without one).
+  std::string host = "127.0.0.1";
   int port = 8765;                 //!< 0 = a free port chosen by the system (see HttpServer::port())
   std::size_t max_body_bytes = 1 << 20;
   //! Worker threads. Each open keep-alive connection holds one, so this bounds the clients served at once.
@@ -35,6 +38,8 @@ struct HttpOptions {
   int keep_alive_timeout_s = 5;
   //! How often the janitor looks for idle episodes.
   double janitor_interval_s = 5;
+  //! Who may call (access.h): checked before any route, /mcp included.
+  AccessPolicy access;
   //! Routes of another front end on the same server (MCP at /mcp: mcp_http.h), added before the API's own.
   std::function<void(httplib::Server&)> extra_routes;
 };

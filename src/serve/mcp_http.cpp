@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <chrono>
 #include <random>
 
 namespace pwab::serve {
@@ -72,7 +73,12 @@ bool is_success_reply(const json& reply) { return reply.is_object() && reply.con
 }  // namespace
 
 McpHttpEndpoint::McpHttpEndpoint(McpServer& server, McpHttpOptions options)
-    : server_(server), options_(std::move(options)) {}
+    : server_(server), options_(std::move(options)) {
+  if (!options_.clock)
+    options_.clock = [] {
+      return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+    };
+}
 
 void McpHttpEndpoint::mount(httplib::Server& http) {
   http.Post(options_.path, [this](const httplib::Request& req, httplib::Response& res) { post(req, res); });
@@ -97,13 +103,15 @@ bool McpHttpEndpoint::origin_allowed(const httplib::Request& req) const {
 
 std::string McpHttpEndpoint::open_session(const McpSession& session) {
   std::lock_guard lock(mu_);
+  const double now = options_.clock();
   if (sessions_.size() >= std::max<std::size_t>(options_.max_sessions, 1)) {
     auto oldest = std::min_element(sessions_.begin(), sessions_.end(),
                                    [](const auto& a, const auto& b) { return a.second.last_used < b.second.last_used; });
+    if (now - oldest->second.last_used < options_.session_idle_s) return {};  // every session is in use
     sessions_.erase(oldest);
   }
   std::string id = random_session_id();
-  sessions_[id] = Entry{session, ++clock_};
+  sessions_[id] = Entry{session, now};
   return id;
 }
 
@@ -111,7 +119,7 @@ bool McpHttpEndpoint::find_session(const std::string& id, McpSession& out) {
   std::lock_guard lock(mu_);
   auto it = sessions_.find(id);
   if (it == sessions_.end()) return false;
-  it->second.last_used = ++clock_;
+  it->second.last_used = options_.clock();
   out = it->second.session;
   return true;
 }
@@ -137,7 +145,14 @@ void McpHttpEndpoint::post(const httplib::Request& req, httplib::Response& res) 
   std::string session_id;
   if (is_initialize(message)) {
     json reply = server_.handle(message, session);
-    if (is_success_reply(reply)) res.set_header(kSessionHeader, open_session(session));
+    if (is_success_reply(reply)) {
+      const std::string id = open_session(session);
+      if (id.empty())
+        return refuse(res, 429, jsonrpc::kInvalidRequest,
+                      "too many MCP sessions are open and none has been idle long enough to close: end one (DELETE "
+                      "/mcp with its Mcp-Session-Id) or try again later");
+      res.set_header(kSessionHeader, id);
+    }
     res.set_content(reply.dump(-1, ' ', false, json::error_handler_t::replace), "application/json");
     return;
   }

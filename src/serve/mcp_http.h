@@ -10,6 +10,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <mutex>
 #include <string>
 #include <unordered_map>
@@ -27,9 +28,14 @@ namespace pwab::serve {
 
 struct McpHttpOptions {
   std::string path = "/mcp";
-  //! MCP sessions kept at once; opening one more drops the least recently used (its client gets 404 and
-  //! initializes again, as the spec says). Episodes are not tied to MCP sessions and survive it.
+  //! MCP sessions kept at once. When the table is full, opening one more drops the least recently used session
+  //! if it has been idle for session_idle_s (its client gets 404 and initializes again, as the spec says);
+  //! otherwise the initialize is refused (429), so a flood of initialize requests cannot push out sessions in
+  //! use. Episodes are not tied to MCP sessions and survive it.
   std::size_t max_sessions = 1000;
+  double session_idle_s = 600;
+  //! Monotonic seconds; the steady clock when empty (tests pass a hand-moved one).
+  std::function<double()> clock;
   //! Hosts an Origin header may name (browsers send it; other clients usually do not).
   std::vector<std::string> allowed_origin_hosts = {"localhost", "127.0.0.1", "[::1]"};
 };
@@ -48,21 +54,21 @@ class McpHttpEndpoint {
  private:
   struct Entry {
     McpSession session;
-    uint64_t last_used = 0;
+    double last_used = 0;
   };
 
   void post(const httplib::Request& req, httplib::Response& res);
   void remove(const httplib::Request& req, httplib::Response& res);
   bool origin_allowed(const httplib::Request& req) const;
+  //! The new session's id, or "" when the table is full and no session has been idle long enough to drop.
   std::string open_session(const McpSession& session);
   bool find_session(const std::string& id, McpSession& out);
   void update_session(const std::string& id, const McpSession& session);
 
   McpServer& server_;
   McpHttpOptions options_;
-  mutable std::mutex mu_;  // guards sessions_ and clock_
+  mutable std::mutex mu_;  // guards sessions_
   std::unordered_map<std::string, Entry> sessions_;
-  uint64_t clock_ = 0;  // a use counter, for least-recently-used eviction
 };
 
 }  // namespace pwab::serve

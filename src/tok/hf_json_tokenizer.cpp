@@ -19,6 +19,7 @@
 #include <unordered_map>
 
 #include "core/error.h"
+#include "core/json_depth.h"
 #include "core/hash.h"
 #include "tok/backends.h"
 
@@ -37,6 +38,7 @@ class HfBpeTokenizer final : public Tokenizer {
  public:
   HfBpeTokenizer(const std::filesystem::path& file, const std::string& bytes) : file_(file.string()) {
     json j;
+    if (json_nests_deeper_than(bytes)) throw DataError(fmt::format("{}: {}", file_, json_depth_message()));
     try {
       j = json::parse(bytes);
     } catch (const json::exception& e) {

@@ -10,6 +10,7 @@
 #include <unordered_map>
 
 #include "core/error.h"
+#include "core/sys.h"
 #include "tok/backends.h"
 #include "tok/tokenizer.h"
 
@@ -88,14 +89,8 @@ fs::path train(const std::unordered_map<std::string, std::string>& args, sentenc
   std::error_code ec;
   fs::create_directories(model_dir, ec);
   if (ec) throw Error(fmt::format("{}: cannot create directory ({})", model_dir.string(), ec.message()));
-  const fs::path out = model_dir / "tokenizer.model", tmp = model_dir / "tokenizer.model.tmp";
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    f.write(proto.data(), static_cast<std::streamsize>(proto.size()));
-    if (!f.flush()) throw Error(fmt::format("{}: cannot write", tmp.string()));
-  }
-  fs::rename(tmp, out, ec);
-  if (ec) throw Error(fmt::format("{}: cannot rename to {} ({})", tmp.string(), out.string(), ec.message()));
+  const fs::path out = model_dir / "tokenizer.model";
+  write_file_atomic(out, proto);
   return out;
 }
 
@@ -214,15 +209,7 @@ void write_hf_tokenizer_json(const fs::path& tokenizer_model, const fs::path& ou
         {"vocab", vocab},
         {"merges", merges}}},
   };
-  const fs::path tmp = out_json.string() + ".tmp";
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    f << j.dump(2, ' ', false) << '\n';
-    if (!f.flush()) throw Error(fmt::format("{}: cannot write", tmp.string()));
-  }
-  std::error_code ec;
-  fs::rename(tmp, out_json, ec);
-  if (ec) throw Error(fmt::format("{}: cannot rename to {} ({})", tmp.string(), out_json.string(), ec.message()));
+  write_file_atomic(out_json, j.dump(2, ' ', false) + "\n");
 }
 
 }  // namespace pwab::tok

@@ -1,4 +1,5 @@
 #include "tok/tokenizer.h"
+#include "core/json_depth.h"
 
 #include <fmt/format.h>
 
@@ -89,6 +90,7 @@ std::optional<json> read_json_if_present(const fs::path& file) {
   std::error_code ec;
   if (!fs::exists(file, ec)) return std::nullopt;
   const std::string bytes = read_file_bytes(file);
+  if (json_nests_deeper_than(bytes)) throw DataError(fmt::format("{}: {}", file.string(), json_depth_message()));
   try {
     return json::parse(bytes);
   } catch (const json::exception& e) {

@@ -224,7 +224,7 @@ TEST(AgentOptionParsers, EachAgentListsItsKeys) {
   EXPECT_EQ(available(usage_error([&] { parse_puma_options(bad); })),
             "(available: memory_tokens, relevance, function_model, function_file, max_new_tokens, tokenizer)");
   EXPECT_EQ(available(usage_error([&] { parse_remote_options(bad); })),
-            "(available: url, name, product_details, timeout, retries, retry_delay, max_in_flight, max_steps)");
+            "(available: url, name, token, product_details, timeout, retries, retry_delay, max_in_flight, max_steps)");
   EXPECT_EQ(available(usage_error([&] { parse_heuristic_options(bad); })),
             "(available: relevance, max_steps, review_from_memory, recommend_questions, search_memory_brand, "
             "search_brand_votes, search_brand_min_overlap, search_brand_min_count, recommend_same_category, "

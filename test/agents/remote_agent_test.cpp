@@ -81,6 +81,25 @@ TEST(RemoteAgent, RegisteredWithOptions) {
             json({{"protocol", "pwab-agent/1"}, {"name", "my-agent v2"}, {"product_details", false}}));
 }
 
+// A token (--agent-token / PWAB_AGENT_TOKEN, passed as the option "token") goes out as a bearer token on every
+// request and stays out of the manifest; without one no Authorization header is sent.
+TEST(RemoteAgent, SendsItsBearerTokenAndKeepsItOutOfTheManifest) {
+  Fixture fx;
+  fx.llm.server.push(reply({{"name", "stop"}}));
+  auto f = fx.factory({{"token", "agent-secret-1"}});
+  EXPECT_EQ(f->config_json().find("agent-secret-1"), std::string::npos);
+  FixedUser user({});
+  fx.run(*f, task(0), runner::Track::kMultiTurn, &user);
+  ASSERT_EQ(fx.llm.server.n_requests(), 1u);
+  EXPECT_EQ(fx.llm.server.requests()[0].header("authorization"), "Bearer agent-secret-1");
+
+  Fixture plain;
+  plain.llm.server.push(reply({{"name", "stop"}}));
+  auto g = plain.factory();
+  plain.run(*g, task(0), runner::Track::kMultiTurn, &user);
+  EXPECT_EQ(plain.llm.server.requests()[0].header("authorization"), "");
+}
+
 TEST(RemoteAgent, RequestsCarryTheWholeEpisodeAndTheConversationGrows) {
   Fixture fx;
   fx.llm.server.push(reply({{"name", "respond"}, {"arguments", {{"content", "Which colour?"}}}}));

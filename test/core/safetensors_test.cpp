@@ -194,6 +194,8 @@ TEST(Safetensors, MalformedFilesAreDataErrorsNamingTheProblem) {
       {"trailing bytes", image(ok_header, data8 + "xxxx"), "4 bytes after the last tensor"},
       {"truncated data", image(ok_header, data8.substr(0, 5)), "out of range"},
       {"metadata not an object", image(R"({"__metadata__":[1]})", ""), "__metadata__"},
+      {"nested 100,000 deep", image(R"({"__metadata__":)" + std::string(100000, '[') + std::string(100000, ']') + "}", ""),
+       "deeper than 256"},
   };
   for (const auto& c : cases) {
     std::string message = error_of(c.bytes);

@@ -219,5 +219,16 @@ TEST(BeamHypotheses, KeepsTheBestAndNormalisesByLength) {
   EXPECT_TRUE(late.is_done(-3.0, 2));           // at -1.5 it cannot
 }
 
+TEST(LlamaConfig, NestingPastTheLimitIsADataErrorNotACrash) {
+  const std::string deep = R"({"hidden_size": 64, "x": )" + std::string(100000, '[') + std::string(100000, ']') + "}";
+  try {
+    LlamaConfig::from_json(deep, "cfg.json");
+    FAIL() << "accepted";
+  } catch (const DataError& e) {
+    EXPECT_NE(std::string(e.what()).find("cfg.json"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("256"), std::string::npos) << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace pwab::llama

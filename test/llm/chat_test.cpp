@@ -355,6 +355,32 @@ TEST(HttpChatModel, KeyIsSentAsBearerButNeverShown) {
   EXPECT_EQ(c.describe_json().find(kKey), std::string::npos);
 }
 
+// Credentials in the base URL's userinfo go out as curl's Basic authorization; a server that echoes its request
+// headers in an error must not carry them into the error (and so into a record's `error` field), in any form.
+TEST(HttpChatModel, UrlCredentialsAreRedactedInEveryForm) {
+  OpenAITestServer server;
+  EndpointConfig c = fast_config(server);
+  c.api_key = ApiKey();
+  const std::string base = server.base_url();
+  c.base_url = "http://alice:p%40ss-w0rd@" + base.substr(std::string("http://").size());
+  const std::string b64 = "YWxpY2U6cEBzcy13MHJk";  // base64("alice:p@ss-w0rd")
+  server.push(ScriptedReply::error(401, "bad credentials: Authorization: Basic " + b64 +
+                                            " (alice:p%40ss-w0rd, alice:p@ss-w0rd, password p@ss-w0rd)"));
+  HttpChatModel model(make_endpoint(c));
+  try {
+    model.chat(text_request());
+    FAIL() << "expected InfraError";
+  } catch (const InfraError& e) {
+    const std::string what = e.what();
+    for (const std::string& secret : {b64, std::string("p%40ss-w0rd"), std::string("p@ss-w0rd")})
+      EXPECT_EQ(what.find(secret), std::string::npos) << secret << " in " << what;
+    EXPECT_NE(what.find("Basic [redacted]"), std::string::npos) << what;
+  }
+  ASSERT_EQ(server.requests().size(), 1u);
+  EXPECT_EQ(server.requests()[0].header("authorization"), "Basic " + b64);  // what curl sent: the form redacted
+  EXPECT_EQ(redact_secrets("x", endpoint_secrets(c)), "x");
+}
+
 TEST(HttpChatModel, NoAuthorizationHeaderWithoutKey) {
   OpenAITestServer server;
   EndpointConfig c = fast_config(server);

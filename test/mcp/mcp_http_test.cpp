@@ -145,18 +145,34 @@ TEST_F(McpHttp, BadRequestsGetClearRefusals) {
   EXPECT_FALSE(bad_init->has_header("Mcp-Session-Id"));
 }
 
-TEST_F(McpHttp, TheLeastRecentlyUsedSessionMakesRoom) {
+// A full table drops only a session idle for session_idle_s (the least recently used); while every session is in
+// use, initialize is refused, so a flood of initialize requests cannot push out the clients at work (issue 19).
+TEST_F(McpHttp, OnlyAnIdleSessionMakesRoom) {
   McpHttpOptions options;
   options.max_sessions = 2;
+  options.session_idle_s = 60;
+  double now = 1000;
+  options.clock = [&now] { return now; };
   start(options);
   const std::string a = open_session();
   const std::string b = open_session();
-  EXPECT_EQ(post(kToolsList, session_headers(a))->status, 200);  // a is now more recent than b
+  for (int i = 0; i < 50; ++i) {  // the flood
+    auto refused = post(kInitialize);
+    ASSERT_TRUE(refused);
+    EXPECT_EQ(refused->status, 429) << refused->body;
+    EXPECT_FALSE(refused->has_header("Mcp-Session-Id"));
+  }
+  EXPECT_EQ(post(kToolsList, session_headers(a))->status, 200);
+  EXPECT_EQ(post(kToolsList, session_headers(b))->status, 200);
+  now = 1050;
+  EXPECT_EQ(post(kToolsList, session_headers(a))->status, 200);  // a in use; b idle since 1000
+  now = 1070;                                                     // b idle 70 s, a 20 s
   const std::string c = open_session();
   EXPECT_EQ(endpoint_->n_sessions(), 2u);
   EXPECT_EQ(post(kToolsList, session_headers(b))->status, 404);
   EXPECT_EQ(post(kToolsList, session_headers(a))->status, 200);
   EXPECT_EQ(post(kToolsList, session_headers(c))->status, 200);
+  EXPECT_EQ(post(kInitialize)->status, 429);  // a and c were both just used
 }
 
 TEST_F(McpHttp, AnEpisodeOverHttp) {

@@ -173,6 +173,58 @@ TEST(Http, DeeplyNestedBodiesAre400NotACrash) {
   EXPECT_EQ(body(c.Get("/health"))["status"], "ok");
 }
 
+// What a web page could make a browser send (issue 19): a rebound DNS name in Host, a cross-site POST with a
+// text/plain body. Neither reaches the service; the same requests from a local client go through.
+TEST(Http, WebPagesCannotDriveTheServer) {
+  Served s;
+  auto c = s.client();
+  expect_error(c.Get("/v1/tasks", {{"Host", "evil.example"}}), 403, "forbidden_host");
+  expect_error(c.Get("/health", {{"Host", "evil.example:8765"}}), 403, "forbidden_host");
+  const std::string start = R"({"task": "test/0"})";
+  expect_error(c.Post("/v1/episodes", {{"Origin", "http://evil.example"}}, start, "text/plain"), 403,
+               "forbidden_origin");
+  expect_error(c.Post("/v1/episodes", {{"Origin", "http://evil.example"}}, start, kJson), 403, "forbidden_origin");
+  expect_error(c.Post("/v1/episodes", {{"Sec-Fetch-Site", "cross-site"}}, start, kJson), 403, "forbidden_origin");
+  expect_error(c.Post("/v1/episodes", start, "text/plain"), 415, "unsupported_media_type");
+  expect_error(c.Post("/v1/episodes", start, "application/x-www-form-urlencoded"), 415, "unsupported_media_type");
+  // /mcp is behind the same checks, answered in JSON-RPC
+  auto mcp = c.Post("/mcp", {{"Host", "evil.example"}}, R"({"jsonrpc":"2.0","id":1,"method":"initialize"})", kJson);
+  ASSERT_TRUE(mcp);
+  EXPECT_EQ(mcp->status, 403);
+  EXPECT_EQ(Json::parse(mcp->body)["error"]["code"], -32600);
+  EXPECT_EQ(s.service.n_sessions(), 0u);  // nothing was started
+  // a page on a loopback origin (a local UI) and plain local clients are served
+  auto ok = c.Post("/v1/episodes", {{"Origin", "http://localhost:3000"}}, start, kJson);
+  ASSERT_TRUE(ok);
+  EXPECT_EQ(ok->status, 201) << ok->body;
+  EXPECT_EQ(body(c.Get("/v1/tasks", {{"Host", "localhost:1234"}}))["split"], "test");
+}
+
+TEST(Http, ATokenClosesEveryRouteAndIsRequiredOffLoopback) {
+  HttpOptions http = Served::small_http();
+  http.host = "0.0.0.0";
+  {
+    EpisodeService service(*world().env, ServiceOptions{});
+    EXPECT_THROW({ HttpServer server(service, http); }, UsageError);  // every address, no token: refused
+  }
+  http.access.token = "tok-123";
+  Served s({}, http);
+  auto c = s.client();
+  auto r = c.Get("/health");
+  expect_error(r, 401, "unauthorized");
+  EXPECT_EQ(r->get_header_value("WWW-Authenticate"), "Bearer");
+  expect_error(c.Get("/v1/tasks", {{"Authorization", "Bearer tok-12"}}), 401, "unauthorized");
+  expect_error(c.Post("/v1/episodes", R"({"task": "test/0"})", kJson), 401, "unauthorized");
+  EXPECT_EQ(s.service.n_sessions(), 0u);
+  c.set_bearer_token_auth("tok-123");
+  EXPECT_EQ(body(c.Get("/health"))["status"], "ok");
+  // with the token, the server answers whatever name it is reached by (it listens on every address)
+  EXPECT_EQ(body(c.Get("/v1/tasks", {{"Host", "server.example:8765"}}))["split"], "test");
+  auto started = c.Post("/v1/episodes", R"({"task": "test/0"})", kJson);
+  ASSERT_TRUE(started);
+  EXPECT_EQ(started->status, 201);
+}
+
 TEST(Http, UnknownRoutesAre404AndWrongMethods405) {
   Served s;
   auto c = s.client();
@@ -219,7 +271,7 @@ TEST(Http, TwoHundredFiftyConcurrentSessions) {
       auto er = c.Post(path + "/end", "", kJson);
       if (!er || er->status != 200) return fail("end failed");
       std::string got = test::without_timing(Json::parse(er->body)["record"].dump());
-      if (got != test::without_timing(mine.record.to_json_line())) fail("record differs: " + got);
+      if (got != test::as_served(mine.record.to_json_line())) fail("record differs: " + got);
     });
   for (auto& t : clients) t.join();
   EXPECT_EQ(open_at_once.load(), static_cast<std::size_t>(kClients));

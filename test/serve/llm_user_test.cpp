@@ -7,6 +7,7 @@
 
 #include "env/tools.h"
 #include "llm/http_chat_model.h"
+#include "llm/ledger.h"
 #include "llm/llm_test_util.h"
 #include "serve/episode_service.h"
 #include "serve/serve_world.h"
@@ -24,7 +25,7 @@ TEST(ServeLlmUser, RespondGoesToTheModelAndItsReplyIsTheObservation) {
   OpenAITestServer server;
   llm::HttpChatModel model(llm::testing::make_endpoint(llm::testing::fast_config(server)));
   ServiceOptions options;
-  options.llm_user = [&model](const data::Task& task, uint64_t) -> std::unique_ptr<env::UserChannel> {
+  options.llm_user = [&model](const data::Task& task, uint64_t, const std::string&) -> std::unique_ptr<env::UserChannel> {
     return std::make_unique<sim::LlmUser>(test::world().ds, task, model, "gpt-4o-mini");
   };
   EpisodeService service(*test::world().env, options);
@@ -51,6 +52,56 @@ TEST(ServeLlmUser, RespondGoesToTheModelAndItsReplyIsTheObservation) {
   EXPECT_TRUE(end["record"]["attempts"].empty());
   EXPECT_EQ(end["record"]["steps"], 3);
   EXPECT_EQ(server.n_requests(), 2u);
+}
+
+// --budget-usd on a server (issue 19: accepted and ignored, 30 paid calls where ~3 were allowed, usage null): once
+// the ledger's priced cost reaches the budget, no LLM-user episode starts and no respond reaches the model; each
+// record carries its own episode's usage.
+TEST(ServeLlmUser, TheBudgetStopsPaidCallsAndRecordsCarryTheirUsage) {
+  OpenAITestServer server;
+  llm::HttpChatModel model(llm::testing::make_endpoint(llm::testing::fast_config(server)));
+  llm::PriceTable prices = llm::PriceTable::parse(R"({"models": {"gpt-4o-mini": {"prompt": 1000000, "completion": 1000000}}})", "test");
+  llm::Ledger ledger(prices, /*budget_usd=*/0.5);  // $1 per token: one call of a few tokens spends it
+  ServiceOptions options;
+  options.llm_user = [&](const data::Task& task, uint64_t, const std::string& key) -> std::unique_ptr<env::UserChannel> {
+    auto metered = std::make_unique<llm::MeteredChatModel>(model, ledger, llm::Role::kUser, key);
+    return std::make_unique<sim::LlmUser>(test::world().ds, task, std::move(metered), "gpt-4o-mini");
+  };
+  options.budget_reached = [&] { return ledger.budget_reached(); };
+  options.usage_json = [&](const std::string& key) { return ledger.to_json(key); };
+  EpisodeService service(*test::world().env, options);
+
+  for (int i = 0; i < 30; ++i) server.push(ScriptedReply::text("A kettle, please."));
+  std::string a = service.start({{"task", "test/0"}, {"track", "multi"}, {"user_sim", "llm"}})["episode_id"];
+  std::string b = service.start({{"task", "test/1"}, {"track", "multi"}, {"user_sim", "llm"}})["episode_id"];
+  const Json respond = {{"name", env::kRespond}, {"arguments", {{"content", "What are you after?"}}}};
+  service.step(a, respond);  // the first paid call spends the budget
+  ASSERT_TRUE(ledger.budget_reached());
+  int refused = 0;
+  for (int i = 0; i < 29; ++i) {
+    try {
+      service.step(i % 2 ? a : b, respond);
+    } catch (const RequestError& e) {
+      EXPECT_EQ(e.status, 402);
+      EXPECT_EQ(e.code, "budget_reached");
+      ++refused;
+    }
+  }
+  EXPECT_EQ(refused, 29);
+  EXPECT_EQ(server.n_requests(), 1u);  // one paid call, not 30
+  try {
+    service.start({{"task", "test/2"}, {"track", "multi"}, {"user_sim", "llm"}});
+    ADD_FAILURE() << "an LLM-user episode started past the budget";
+  } catch (const RequestError& e) {
+    EXPECT_EQ(e.status, 402);
+  }
+  EXPECT_NO_THROW(service.start({{"task", "test/2"}, {"track", "multi"}}));  // the scripted user costs nothing
+  service.step(a, {{"name", env::kStop}});
+  Json record = service.end(a)["record"];
+  ASSERT_TRUE(record["usage"].is_object()) << record.dump();
+  EXPECT_GT(record["usage"]["user"]["prompt_tokens"].get<int64_t>(), 0) << record["usage"].dump();
+  Json other = service.end(b)["record"];
+  EXPECT_EQ(other["usage"]["user"]["prompt_tokens"], 0) << other["usage"].dump();  // b never reached the model
 }
 
 }  // namespace

@@ -1,6 +1,11 @@
 // `pwab serve` as the real binary: --port 0 prints the URL, an episode played over HTTP lands in OUT/<track>
 // where `pwab score` reads it, SIGTERM stops the server cleanly, and a restart on the same OUT appends.
 #include <gtest/gtest.h>
+#include <thread>
+#include <sstream>
+#include <set>
+#include <functional>
+#include <atomic>
 #include <httplib.h>
 #include <signal.h>
 #include <spawn.h>
@@ -58,6 +63,13 @@ class ServeProcess {
     if (out_) fclose(out_);
   }
   const std::string& url() const { return url_; }
+  //! SIGKILL: no chance to finish anything.
+  void kill_hard() {
+    kill(pid_, SIGKILL);
+    int status = 0;
+    waitpid(pid_, &status, 0);
+    pid_ = -1;
+  }
   //! SIGTERM, then the exit code.
   int stop() {
     kill(pid_, SIGTERM);
@@ -114,6 +126,79 @@ TEST_F(ServeCli, ServesRecordsAndStopsOnSigterm) {
   std::string table;
   ASSERT_EQ(run_binary("score " + out + "/single --format json", &table), 0);
   EXPECT_EQ(Json::parse(table)["groups"]["overall"]["n_tasks"], 2) << table;
+}
+
+// Killed with SIGKILL amid 200 concurrent episodes, `pwab serve --out` leaves only whole records; restarted on the
+// same directory, it refuses the (task, trial)s already recorded and records the rest, each exactly once (issue 19).
+TEST_F(ServeCli, KilledAmidConcurrentEpisodesLosesNothingAndCountsNothingTwice) {
+  TempDir dir;
+  const std::string out = (dir / "served").string();
+  constexpr int kEpisodes = 200;
+  auto play_all = [&](ServeProcess& serve, std::atomic<int>& recorded, std::atomic<int>& refused,
+                      std::function<void()> midway) {
+    std::vector<std::thread> clients;
+    std::atomic<int> answered{0};
+    for (int i = 0; i < kEpisodes; ++i)
+      clients.emplace_back([&, i] {
+        httplib::Client c(serve.url());
+        c.set_read_timeout(60, 0);
+        Json start = {{"task", "test/" + std::to_string(i % 20)}, {"trial", i / 20}, {"track", "multi"}};
+        auto r = c.Post("/v1/episodes", start.dump(), "application/json");
+        if (r && r->status == 409) ++refused;
+        if (!r || r->status != 201) return;
+        std::string path = "/v1/episodes/" + Json::parse(r->body)["episode_id"].get<std::string>();
+        // a conversation of several turns, so that a kill finds episodes at every stage
+        for (int turn = 0; turn < 6; ++turn)
+          if (!c.Post(path + "/step", R"({"name": "respond", "arguments": {"content": "Tell me more?"}})",
+                      "application/json"))
+            return;
+        c.Post(path + "/step", R"({"name": "search_product_by_query", "arguments": {"query": "usb cable"}})",
+               "application/json");
+        auto s = c.Post(path + "/step", R"({"name": "stop"})", "application/json");
+        if (s && s->status == 200 && Json::parse(s->body).value("finished", false)) ++recorded;
+        ++answered;
+      });
+    if (midway) {
+      while (answered < kEpisodes / 4) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      midway();
+    }
+    for (auto& t : clients) t.join();
+  };
+  std::atomic<int> first{0}, first_refused{0};
+  {
+    ServeProcess serve({"--data", data_, "--port", "0", "--embedder", "hashing", "--out", out});
+    play_all(serve, first, first_refused, [&] { serve.kill_hard(); });
+  }
+  const std::filesystem::path file = std::filesystem::path(out) / "multi" / "results.jsonl";
+  std::string text = pwab::test::read_text(file);
+  std::size_t lines = static_cast<std::size_t>(std::count(text.begin(), text.end(), '\n'));
+  EXPECT_GE(lines, static_cast<std::size_t>(kEpisodes / 4));
+  EXPECT_LT(lines, static_cast<std::size_t>(kEpisodes));  // killed before the end
+  // Every whole line is a record. A kill can cut the last write short (Linux stops a write to a regular file at
+  // a fatal signal), leaving an unterminated tail: the restart cuts it off before it appends.
+  std::istringstream in(text.substr(0, text.rfind('\n') + 1));
+  for (std::string line; std::getline(in, line);)
+    EXPECT_FALSE(Json::parse(line, nullptr, false).is_discarded()) << line.substr(0, 200);
+
+  std::atomic<int> second{0}, refused{0};
+  {
+    ServeProcess serve({"--data", data_, "--port", "0", "--embedder", "hashing", "--out", out});
+    play_all(serve, second, refused, nullptr);
+    EXPECT_EQ(serve.stop(), 0);
+  }
+  EXPECT_EQ(static_cast<std::size_t>(refused.load()), lines);  // every recorded one refused, none replayed
+  EXPECT_EQ(static_cast<std::size_t>(second.load()) + lines, static_cast<std::size_t>(kEpisodes));
+  text = pwab::test::read_text(file);
+  std::set<std::pair<std::string, int>> seen;
+  std::istringstream all(text);
+  for (std::string line; std::getline(all, line);) {
+    Json j = Json::parse(line);
+    EXPECT_TRUE(seen.emplace(j["task"], j["trial"]).second) << "twice: " << j["task"] << " trial " << j["trial"];
+  }
+  EXPECT_EQ(seen.size(), static_cast<std::size_t>(kEpisodes));
+  std::string table;
+  ASSERT_EQ(run_binary("score " + out + "/multi --format json", &table), 0);
+  EXPECT_EQ(Json::parse(table)["groups"]["overall"]["n_tasks"], 20) << table;
 }
 
 TEST_F(ServeCli, RefusesAPortInUse) {

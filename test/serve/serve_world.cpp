@@ -80,4 +80,11 @@ std::string without_timing(const std::string& record_json) {
   return j.dump();
 }
 
+std::string as_served(const std::string& record_json) {
+  Json j = Json::parse(without_timing(record_json));
+  j.erase("type");
+  j.erase("target_asin");
+  return j.dump();
+}
+
 }  // namespace pwab::serve::test

@@ -64,5 +64,7 @@ InProcessEpisode run_in_process(const data::Task& task, runner::Track track, uin
 
 //! A record as JSON text without its wall-time fields, which differ between any two runs.
 std::string without_timing(const std::string& record_json);
+//! without_timing, less the type and target a served `end` never reveals: a record as a client receives it.
+std::string as_served(const std::string& record_json);
 
 }  // namespace pwab::serve::test

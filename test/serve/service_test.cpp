@@ -5,9 +5,12 @@
 
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include <nlohmann/json.hpp>
 
 #include "env/tools.h"
+#include "metrics/metrics.h"
 #include "runner/results.h"
 #include "serve/serve_world.h"
 
@@ -167,10 +170,101 @@ TEST_F(Service, SingleTurnEndsOnTheTaskFunctionAndIsRecorded) {
   EXPECT_EQ(end["record"]["ending"], "task_function");
   EXPECT_EQ(end["record"]["task"], key(task));
   EXPECT_EQ(end["score"]["f"], 1.0);
-  EXPECT_EQ(end["record"].dump(), Json::parse(records[0].to_json_line()).dump());
+  // The run directory's record, less what would tell a client how to replay the task.
+  EXPECT_FALSE(end["record"].contains("target_asin"));
+  EXPECT_FALSE(end["record"].contains("type"));
+  Json stored = Json::parse(records[0].to_json_line());
+  EXPECT_EQ(stored["target_asin"], world().ds.product(task.target_product).parent_asin);
+  stored.erase("target_asin"), stored.erase("type");
+  EXPECT_EQ(end["record"].dump(), stored.dump());
   EXPECT_EQ(runner::read_records(dir.path() / "run").size(), 1u);  // end does not record it twice
   EXPECT_EQ(refusal([&] { service.end(id); }).first, 404);
   EXPECT_EQ(service.n_sessions(), 0u);
+}
+
+// A recorded run counts each (task, trial) once: a replay of a finished task, or a second episode of one being
+// played, is refused, so no replay can replace the first record (pwab score keeps the latest); another trial is a
+// new record. An episode dropped without a record frees its (task, trial).
+TEST_F(Service, ARecordedTaskCannotBeReplayedOverItsRecord) {
+  pwab::test::TempDir dir;
+  runner::RunManifest manifest;
+  manifest.config_json = R"({"agent":"served","track":"single"})";
+  auto run = runner::RunDirectory::open(dir.path() / "run", manifest, false);
+  double clock = 0;
+  ServiceOptions o = options();
+  o.idle_timeout_s = 10;
+  o.clock = [&clock] { return clock; };
+  EpisodeService service(*world().env, o, &run);
+  const data::Task& task = first_task(data::TaskType::kReview);
+
+  std::string first = service.start({{"task", key(task)}})["episode_id"];
+  EXPECT_EQ(refusal([&] { service.start({{"task", key(task)}}); }), std::make_pair(409, std::string("in_progress")));
+  service.step(first, call(env::kAddReview, {{"review", "bad"}}));  // finishes with a low score
+  EXPECT_EQ(refusal([&] { service.start({{"task", key(task)}}); }),
+            std::make_pair(409, std::string("already_recorded")));
+  EXPECT_EQ(refusal([&] { service.start({{"task", key(task)}, {"trial", 0}}); }).second, "already_recorded");
+  service.end(first);
+  EXPECT_EQ(refusal([&] { service.start({{"task", key(task)}}); }).second, "already_recorded");  // after end too
+  EXPECT_EQ(refusal([&] { service.start({{"task", key(task)}, {"trial", -1}}); }).first, 400);
+
+  // Another trial is a new record beside the first, never in its place.
+  Json second = service.start({{"task", key(task)}, {"trial", 1}});
+  EXPECT_EQ(second["trial"], 1);
+  service.step(second["episode_id"].get<std::string>(), call(env::kAddReview, {{"review", true_review(task)}}));
+  auto records = runner::read_records(dir.path() / "run");
+  ASSERT_EQ(records.size(), 2u);
+  EXPECT_EQ(records[0].trial, 0);
+  EXPECT_LT(metrics::score_task(records[0].outcome()).r, 0.9);  // the first record stands
+  EXPECT_EQ(records[1].trial, 1);
+
+  // Dropped unfinished (idle): no record, so trial 2 may be played again; a server without --out refuses nothing.
+  std::string idle = service.start({{"task", key(task)}, {"trial", 2}})["episode_id"];
+  clock = 100;
+  EXPECT_EQ(service.expire_idle(), 2u);  // the idle one and the finished, never-ended trial 1
+  EXPECT_NO_THROW(service.start({{"task", key(task)}, {"trial", 2}}));
+  EXPECT_NO_THROW(service_.start({{"task", key(task)}}));
+  EXPECT_NO_THROW(service_.start({{"task", key(task)}}));
+}
+
+// One episode cannot grow without bound (issue 19: 1,000 steps of 1 MiB made a 0.9 GB episode and a 172 MB record
+// line): a step that would take it over max_episode_bytes is refused and changes nothing.
+TEST(ServiceLimits, AnEpisodeHasABoundedSize) {
+  ServiceOptions o;
+  o.max_episode_bytes = 64 * 1024;
+  o.max_steps_limit = 1000;
+  EpisodeService service(*world().env, o);
+  std::string id = service.start({{"task", "test/0"}, {"track", "multi"}, {"max_steps", 1000}})["episode_id"];
+  const std::string chunk(8000, 'x');
+  int accepted = 0;
+  for (int i = 0; i < 100; ++i) {
+    auto [status, code] = refusal([&] { service.step(id, call(env::kRespond, {{"content", chunk}})); });
+    if (status == 0) {
+      ++accepted;
+      continue;
+    }
+    EXPECT_EQ(status, 413);
+    EXPECT_EQ(code, "episode_too_large");
+    break;
+  }
+  EXPECT_GT(accepted, 3);
+  EXPECT_LT(accepted, 9);  // 64 KiB of 8 KB messages and their answers
+  Json state = service.state(id);
+  EXPECT_EQ(state["steps"], accepted);  // the refused step changed nothing
+  EXPECT_NO_THROW(service.step(id, call(env::kStop, Json::object())));  // a small action still fits
+  Json end = service.end(id);
+  EXPECT_LT(end["record"].dump().size(), 80u * 1024u);
+}
+
+TEST_F(Service, EpisodeIdsAre128RandomBits) {
+  std::set<std::string> ids;
+  for (int i = 0; i < 200; ++i) {
+    std::string id = service_.start({{"task", "test/0"}})["episode_id"];
+    ASSERT_EQ(id.size(), 3u + 32u) << id;
+    EXPECT_EQ(id.rfind("ep_", 0), 0u);
+    EXPECT_EQ(id.find_first_not_of("0123456789abcdef", 3), std::string::npos) << id;
+    ids.insert(id);
+  }
+  EXPECT_EQ(ids.size(), 200u);
 }
 
 TEST_F(Service, SingleTurnRespondEndsWithAZeroAttempt) {
@@ -259,8 +353,7 @@ TEST_F(Service, RecordEqualsTheInProcessRecord) {
                            {"arguments", d.action.arguments_json},
                            {"usage", {{"prompt_tokens", d.prompt_tokens}, {"completion_tokens", d.completion_tokens}}}});
       Json end = service_.end(id);
-      EXPECT_EQ(test::without_timing(end["record"].dump()), test::without_timing(expected.record.to_json_line()))
-          << key(task);
+      EXPECT_EQ(test::without_timing(end["record"].dump()), test::as_served(expected.record.to_json_line())) << key(task);
       ++compared;
       for (const auto& a : expected.record.actions) {
         scored += a.scored ? 1 : 0;
