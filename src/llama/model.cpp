@@ -1,6 +1,5 @@
-// The LLaMA decoder behind model.h: modules, forward with masks, rotary
-// embeddings and the KV cache; loading and saving Hugging Face checkpoints
-// (core/safetensors.h reads the files; this file turns views into tensors).
+// The LLaMA decoder behind model.h: modules, forward with masks, rotary embeddings and the KV cache; loading and
+// saving Hugging Face checkpoints (core/safetensors.h reads the files; this file turns views into tensors).
 #include "llama/model.h"
 
 #include <ATen/CPUGeneratorImpl.h>
@@ -23,56 +22,43 @@ namespace fs = std::filesystem;
 
 namespace {
 
-at::Generator cpu_generator(uint64_t seed) {
-  return at::make_generator<at::CPUGeneratorImpl>(seed);
-}
+at::Generator cpu_generator(uint64_t seed) { return at::make_generator<at::CPUGeneratorImpl>(seed); }
 
 std::string shape_string(at::IntArrayRef shape) {
   std::string s = "[";
-  for (std::size_t i = 0; i < shape.size(); ++i)
-    s += (i ? ", " : "") + std::to_string(shape[i]);
+  for (std::size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
   return s + "]";
 }
 
-//! HF's rotate_half: (x1, x2) → (−x2, x1) over the two halves of the last
-//! dimension.
-torch::Tensor rotate_half(const torch::Tensor &x) {
+//! HF's rotate_half: (x1, x2) → (−x2, x1) over the two halves of the last dimension.
+torch::Tensor rotate_half(const torch::Tensor& x) {
   const int64_t half = x.size(-1) / 2;
   return torch::cat({-x.narrow(-1, half, half), x.narrow(-1, 0, half)}, -1);
 }
 
-torch::Tensor apply_rope(const torch::Tensor &x, const torch::Tensor &cos,
-                         const torch::Tensor &sin) {
+torch::Tensor apply_rope(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin) {
   return x * cos + rotate_half(x) * sin;
 }
 
-} // namespace
+}  // namespace
 
-// ---- weight modules
-// ----------------------------------------------------------------------------------------------
+// ---- weight modules ----------------------------------------------------------------------------------------------
 
 torch::Tensor WeightModule::active_weight() const {
-  if (trained_ && adapter_enabled_)
-    return trained_->weight.to(weight.scalar_type());
+  if (trained_ && adapter_enabled_) return trained_->weight.to(weight.scalar_type());
   return weight;
 }
 
 void WeightModule::add_trained_copy(torch::Dtype dtype) {
-  if (trained_)
-    throw UsageError(
-        "this module already has a trained copy (an adapter is attached)");
+  if (trained_) throw UsageError("this module already has a trained copy (an adapter is attached)");
   torch::NoGradGuard no_grad;
-  trained_ = register_module("modules_to_save",
-                             WeightHolder(weight.detach().to(dtype).clone()));
+  trained_ = register_module("modules_to_save", WeightHolder(weight.detach().to(dtype).clone()));
 }
 
-torch::Tensor WeightModule::trained_copy() const {
-  return trained_ ? trained_->weight : torch::Tensor();
-}
+torch::Tensor WeightModule::trained_copy() const { return trained_ ? trained_->weight : torch::Tensor(); }
 
 void WeightModule::drop_trained_copy(bool merge) {
-  if (!trained_)
-    return;
+  if (!trained_) return;
   if (merge) {
     torch::NoGradGuard no_grad;
     weight.copy_(trained_->weight);
@@ -81,36 +67,24 @@ void WeightModule::drop_trained_copy(bool merge) {
   trained_ = nullptr;
 }
 
-ProjectionImpl::ProjectionImpl(int64_t in_features, int64_t out_features,
-                               const torch::TensorOptions &options) {
-  weight = register_parameter(
-      "weight", torch::empty({out_features, in_features}, options));
+ProjectionImpl::ProjectionImpl(int64_t in_features, int64_t out_features, const torch::TensorOptions& options) {
+  weight = register_parameter("weight", torch::empty({out_features, in_features}, options));
 }
 
-torch::Tensor ProjectionImpl::forward(const torch::Tensor &x) {
+torch::Tensor ProjectionImpl::forward(const torch::Tensor& x) {
   auto y = torch::linear(x, active_weight());
-  if (!lora_A_ || !adapter_enabled_)
-    return y;
+  if (!lora_A_ || !adapter_enabled_) return y;
   auto h = x.to(lora_A_->weight.scalar_type());
-  if (lora_dropout_ > 0 && is_training())
-    h = torch::dropout(h, lora_dropout_, true);
-  auto delta =
-      torch::linear(torch::linear(h, lora_A_->weight), lora_B_->weight) *
-      lora_scale_;
+  if (lora_dropout_ > 0 && is_training()) h = torch::dropout(h, lora_dropout_, true);
+  auto delta = torch::linear(torch::linear(h, lora_A_->weight), lora_B_->weight) * lora_scale_;
   return y + delta.to(y.scalar_type());
 }
 
-void ProjectionImpl::add_lora(int64_t r, double scale, double dropout,
-                              torch::Dtype dtype, uint64_t seed) {
-  if (lora_A_)
-    throw UsageError(
-        "this projection already has a LoRA pair (an adapter is attached)");
-  if (r <= 0)
-    throw UsageError("LoRA rank must be positive, not " + std::to_string(r));
+void ProjectionImpl::add_lora(int64_t r, double scale, double dropout, torch::Dtype dtype, uint64_t seed) {
+  if (lora_A_) throw UsageError("this projection already has a LoRA pair (an adapter is attached)");
+  if (r <= 0) throw UsageError("LoRA rank must be positive, not " + std::to_string(r));
   const int64_t in = weight.size(1), out = weight.size(0);
-  const double bound =
-      1.0 / std::sqrt(static_cast<double>(
-                in)); // kaiming_uniform_(a=sqrt(5)), as nn.Linear
+  const double bound = 1.0 / std::sqrt(static_cast<double>(in));  // kaiming_uniform_(a=sqrt(5)), as nn.Linear
   auto gen = cpu_generator(seed);
   auto a = torch::empty({r, in}, torch::kFloat32).uniform_(-bound, bound, gen);
   auto on = torch::TensorOptions().dtype(dtype).device(weight.device());
@@ -121,12 +95,10 @@ void ProjectionImpl::add_lora(int64_t r, double scale, double dropout,
 }
 
 void ProjectionImpl::drop_lora(bool merge) {
-  if (!lora_A_)
-    return;
+  if (!lora_A_) return;
   if (merge) {
     torch::NoGradGuard no_grad;
-    auto delta = torch::matmul(lora_B_->weight.to(torch::kFloat32),
-                               lora_A_->weight.to(torch::kFloat32));
+    auto delta = torch::matmul(lora_B_->weight.to(torch::kFloat32), lora_A_->weight.to(torch::kFloat32));
     weight.copy_(weight.to(torch::kFloat32) + delta * lora_scale_);
   }
   unregister_module("lora_A");
@@ -135,55 +107,41 @@ void ProjectionImpl::drop_lora(bool merge) {
   lora_B_ = nullptr;
 }
 
-torch::Tensor ProjectionImpl::lora_A() const {
-  return lora_A_ ? lora_A_->weight : torch::Tensor();
-}
-torch::Tensor ProjectionImpl::lora_B() const {
-  return lora_B_ ? lora_B_->weight : torch::Tensor();
-}
+torch::Tensor ProjectionImpl::lora_A() const { return lora_A_ ? lora_A_->weight : torch::Tensor(); }
+torch::Tensor ProjectionImpl::lora_B() const { return lora_B_ ? lora_B_->weight : torch::Tensor(); }
 
-RmsNormImpl::RmsNormImpl(int64_t width, double eps,
-                         const torch::TensorOptions &options)
-    : eps_(eps) {
+RmsNormImpl::RmsNormImpl(int64_t width, double eps, const torch::TensorOptions& options) : eps_(eps) {
   weight = register_parameter("weight", torch::ones({width}, options));
 }
 
-torch::Tensor RmsNormImpl::forward(const torch::Tensor &x) {
+torch::Tensor RmsNormImpl::forward(const torch::Tensor& x) {
   auto h = x.to(torch::kFloat32);
   h = h * torch::rsqrt(h.pow(2).mean(-1, true) + eps_);
   return active_weight() * h.to(x.scalar_type());
 }
 
-EmbeddingImpl::EmbeddingImpl(int64_t vocab, int64_t width,
-                             const torch::TensorOptions &options) {
+EmbeddingImpl::EmbeddingImpl(int64_t vocab, int64_t width, const torch::TensorOptions& options) {
   weight = register_parameter("weight", torch::empty({vocab, width}, options));
 }
 
-torch::Tensor EmbeddingImpl::forward(const torch::Tensor &ids) {
-  return torch::embedding(active_weight(), ids);
-}
+torch::Tensor EmbeddingImpl::forward(const torch::Tensor& ids) { return torch::embedding(active_weight(), ids); }
 
-// ---- KV cache
-// ----------------------------------------------------------------------------------------------------
+// ---- KV cache ----------------------------------------------------------------------------------------------------
 
-std::pair<torch::Tensor, torch::Tensor>
-KvCache::append(std::size_t layer, const torch::Tensor &k,
-                const torch::Tensor &v) {
+std::pair<torch::Tensor, torch::Tensor> KvCache::append(std::size_t layer, const torch::Tensor& k,
+                                                        const torch::Tensor& v) {
   if (layer >= k_.size()) {
     k_.resize(layer + 1);
     v_.resize(layer + 1);
   }
   const int64_t added = k.size(2), needed = length_ + added;
-  auto &kb = k_[layer];
-  auto &vb = v_[layer];
+  auto& kb = k_[layer];
+  auto& vb = v_[layer];
   if (!kb.defined() || needed > kb.size(2)) {
-    const int64_t capacity = std::max(
-        {needed, reserve_, kb.defined() ? 2 * kb.size(2) : int64_t{0}});
-    auto grow = [&](torch::Tensor &buffer, const torch::Tensor &like) {
-      auto fresh = torch::zeros(
-          {like.size(0), like.size(1), capacity, like.size(3)}, like.options());
-      if (buffer.defined() && length_ > 0)
-        fresh.narrow(2, 0, length_).copy_(buffer.narrow(2, 0, length_));
+    const int64_t capacity = std::max({needed, reserve_, kb.defined() ? 2 * kb.size(2) : int64_t{0}});
+    auto grow = [&](torch::Tensor& buffer, const torch::Tensor& like) {
+      auto fresh = torch::zeros({like.size(0), like.size(1), capacity, like.size(3)}, like.options());
+      if (buffer.defined() && length_ > 0) fresh.narrow(2, 0, length_).copy_(buffer.narrow(2, 0, length_));
       buffer = fresh;
     };
     grow(kb, k);
@@ -194,22 +152,19 @@ KvCache::append(std::size_t layer, const torch::Tensor &k,
   return {kb.narrow(2, 0, needed), vb.narrow(2, 0, needed)};
 }
 
-void KvCache::commit(const torch::Tensor &new_mask) {
+void KvCache::commit(const torch::Tensor& new_mask) {
   auto counts = new_mask.to(torch::kInt64).sum(1);
   mask_ = mask_.defined() ? torch::cat({mask_, new_mask}, 1) : new_mask;
-  next_positions_ =
-      next_positions_.defined() ? next_positions_ + counts : counts;
+  next_positions_ = next_positions_.defined() ? next_positions_ + counts : counts;
   length_ += new_mask.size(1);
 }
 
-void KvCache::select_rows(const torch::Tensor &rows) {
-  if (!mask_.defined())
-    return;
+void KvCache::select_rows(const torch::Tensor& rows) {
+  if (!mask_.defined()) return;
   auto index = rows.to(mask_.device(), torch::kInt64);
-  for (auto *buffers : {&k_, &v_})
-    for (auto &b : *buffers)
-      if (b.defined())
-        b = b.index_select(0, index);
+  for (auto* buffers : {&k_, &v_})
+    for (auto& b : *buffers)
+      if (b.defined()) b = b.index_select(0, index);
   mask_ = mask_.index_select(0, index);
   next_positions_ = next_positions_.index_select(0, index);
 }
@@ -222,112 +177,81 @@ void KvCache::clear() {
   length_ = 0;
 }
 
-// ---- decoder layers
-// ----------------------------------------------------------------------------------------------
+// ---- decoder layers ----------------------------------------------------------------------------------------------
 
-//! Grouped-query self-attention: query head h reads key/value head h / (heads /
-//! kv_heads).
+//! Grouped-query self-attention: query head h reads key/value head h / (heads / kv_heads).
 class AttentionImpl : public torch::nn::Module {
-public:
-  AttentionImpl(const LlamaConfig &c, const torch::TensorOptions &o)
-      : heads_(c.num_attention_heads), kv_heads_(c.n_kv_heads()),
-        head_(c.head_width()) {
-    q_proj =
-        register_module("q_proj", Projection(c.hidden_size, heads_ * head_, o));
-    k_proj = register_module("k_proj",
-                             Projection(c.hidden_size, kv_heads_ * head_, o));
-    v_proj = register_module("v_proj",
-                             Projection(c.hidden_size, kv_heads_ * head_, o));
-    o_proj =
-        register_module("o_proj", Projection(heads_ * head_, c.hidden_size, o));
+ public:
+  AttentionImpl(const LlamaConfig& c, const torch::TensorOptions& o)
+      : heads_(c.num_attention_heads), kv_heads_(c.n_kv_heads()), head_(c.head_width()) {
+    q_proj = register_module("q_proj", Projection(c.hidden_size, heads_ * head_, o));
+    k_proj = register_module("k_proj", Projection(c.hidden_size, kv_heads_ * head_, o));
+    v_proj = register_module("v_proj", Projection(c.hidden_size, kv_heads_ * head_, o));
+    o_proj = register_module("o_proj", Projection(heads_ * head_, c.hidden_size, o));
   }
 
-  //! blocked: [rows, 1, 1, new, total] float32, the lowest float at the keys
-  //! each query must not attend to (padding, the future) and 0 elsewhere. Added
-  //! rather than masked in: an addition's backward passes the gradient through,
+  //! blocked: [rows, 1, 1, new, total] float32, the lowest float at the keys each query must not attend to (padding,
+  //! the future) and 0 elsewhere. Added rather than masked in: an addition's backward passes the gradient through,
   //! where masked_fill's is one more pass over the largest tensor in training.
-  torch::Tensor forward(const torch::Tensor &x, const torch::Tensor &cos,
-                        const torch::Tensor &sin, const torch::Tensor &blocked,
-                        KvCache *cache, std::size_t layer) {
+  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
+                        const torch::Tensor& blocked, KvCache* cache, std::size_t layer) {
     const int64_t rows = x.size(0), n = x.size(1), groups = heads_ / kv_heads_;
-    auto q = apply_rope(
-        q_proj->forward(x).view({rows, n, heads_, head_}).transpose(1, 2), cos,
-        sin);
-    auto k = apply_rope(
-        k_proj->forward(x).view({rows, n, kv_heads_, head_}).transpose(1, 2),
-        cos, sin);
-    auto v =
-        v_proj->forward(x).view({rows, n, kv_heads_, head_}).transpose(1, 2);
-    if (cache)
-      std::tie(k, v) = cache->append(layer, k, v);
+    auto q = apply_rope(q_proj->forward(x).view({rows, n, heads_, head_}).transpose(1, 2), cos, sin);
+    auto k = apply_rope(k_proj->forward(x).view({rows, n, kv_heads_, head_}).transpose(1, 2), cos, sin);
+    auto v = v_proj->forward(x).view({rows, n, kv_heads_, head_}).transpose(1, 2);
+    if (cache) std::tie(k, v) = cache->append(layer, k, v);
     const int64_t total = k.size(2);
     const double scale = 1.0 / std::sqrt(static_cast<double>(head_));
-    // In float32 the queries are scaled before the product ([new, head] values
-    // instead of [new, total] scores, a pass over the largest tensor saved in
-    // training); in 16-bit types the scores are, as HF does, so the rounding is
-    // HF's.
+    // In float32 the queries are scaled before the product ([new, head] values instead of [new, total] scores, a
+    // pass over the largest tensor saved in training); in 16-bit types the scores are, as HF does, so the rounding
+    // is HF's.
     const bool scale_queries = q.scalar_type() == torch::kFloat32;
-    if (scale_queries)
-      q = q * scale;
-    // The query heads of one key/value head share its keys: [rows, kv,
-    // groups·new, head] against [rows, kv, total, head], no repeated copies of
-    // the keys (HF's repeat_kv gives the same numbers).
-    auto scores = torch::matmul(q.reshape({rows, kv_heads_, groups * n, head_}),
-                                k.transpose(-1, -2))
+    if (scale_queries) q = q * scale;
+    // The query heads of one key/value head share its keys: [rows, kv, groups·new, head] against [rows, kv, total,
+    // head], no repeated copies of the keys (HF's repeat_kv gives the same numbers).
+    auto scores = torch::matmul(q.reshape({rows, kv_heads_, groups * n, head_}), k.transpose(-1, -2))
                       .view({rows, kv_heads_, groups, n, total});
-    if (!scale_queries)
-      scores =
-          (scores / std::sqrt(static_cast<double>(head_))).to(torch::kFloat32);
+    if (!scale_queries) scores = (scores / std::sqrt(static_cast<double>(head_))).to(torch::kFloat32);
     scores = scores + blocked;
     auto probs = torch::softmax(scores, -1).to(v.scalar_type());
-    auto out =
-        torch::matmul(probs.view({rows, kv_heads_, groups * n, total}), v);
-    return o_proj->forward(out.view({rows, heads_, n, head_})
-                               .transpose(1, 2)
-                               .reshape({rows, n, heads_ * head_}));
+    auto out = torch::matmul(probs.view({rows, kv_heads_, groups * n, total}), v);
+    return o_proj->forward(out.view({rows, heads_, n, head_}).transpose(1, 2).reshape({rows, n, heads_ * head_}));
   }
 
   Projection q_proj{nullptr}, k_proj{nullptr}, v_proj{nullptr}, o_proj{nullptr};
 
-private:
+ private:
   int64_t heads_, kv_heads_, head_;
 };
 TORCH_MODULE(Attention);
 
 //! SwiGLU: down(silu(gate(x)) · up(x)).
 class MlpImpl : public torch::nn::Module {
-public:
-  MlpImpl(const LlamaConfig &c, const torch::TensorOptions &o) {
-    gate_proj = register_module(
-        "gate_proj", Projection(c.hidden_size, c.intermediate_size, o));
-    up_proj = register_module(
-        "up_proj", Projection(c.hidden_size, c.intermediate_size, o));
-    down_proj = register_module(
-        "down_proj", Projection(c.intermediate_size, c.hidden_size, o));
+ public:
+  MlpImpl(const LlamaConfig& c, const torch::TensorOptions& o) {
+    gate_proj = register_module("gate_proj", Projection(c.hidden_size, c.intermediate_size, o));
+    up_proj = register_module("up_proj", Projection(c.hidden_size, c.intermediate_size, o));
+    down_proj = register_module("down_proj", Projection(c.intermediate_size, c.hidden_size, o));
   }
-  torch::Tensor forward(const torch::Tensor &x) {
-    return down_proj->forward(torch::silu(gate_proj->forward(x)) *
-                              up_proj->forward(x));
+  torch::Tensor forward(const torch::Tensor& x) {
+    return down_proj->forward(torch::silu(gate_proj->forward(x)) * up_proj->forward(x));
   }
   Projection gate_proj{nullptr}, up_proj{nullptr}, down_proj{nullptr};
 };
 TORCH_MODULE(Mlp);
 
 class DecoderLayerImpl : public torch::nn::Module {
-public:
-  DecoderLayerImpl(const LlamaConfig &c, const torch::TensorOptions &o) {
+ public:
+  DecoderLayerImpl(const LlamaConfig& c, const torch::TensorOptions& o) {
     self_attn = register_module("self_attn", Attention(c, o));
     mlp = register_module("mlp", Mlp(c, o));
-    input_layernorm = register_module(
-        "input_layernorm", RmsNorm(c.hidden_size, c.rms_norm_eps, o));
-    post_attention_layernorm = register_module(
-        "post_attention_layernorm", RmsNorm(c.hidden_size, c.rms_norm_eps, o));
+    input_layernorm = register_module("input_layernorm", RmsNorm(c.hidden_size, c.rms_norm_eps, o));
+    post_attention_layernorm =
+        register_module("post_attention_layernorm", RmsNorm(c.hidden_size, c.rms_norm_eps, o));
   }
-  torch::Tensor forward(const torch::Tensor &x, const torch::Tensor &cos,
-                        const torch::Tensor &sin, const torch::Tensor &blocked,
-                        KvCache *cache, std::size_t layer) {
-    auto h = x + self_attn->forward(input_layernorm->forward(x), cos, sin,
-                                    blocked, cache, layer);
+  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
+                        const torch::Tensor& blocked, KvCache* cache, std::size_t layer) {
+    auto h = x + self_attn->forward(input_layernorm->forward(x), cos, sin, blocked, cache, layer);
     return h + mlp->forward(post_attention_layernorm->forward(h));
   }
   Attention self_attn{nullptr};
@@ -335,31 +259,26 @@ public:
   RmsNorm input_layernorm{nullptr}, post_attention_layernorm{nullptr};
 };
 
-// ---- the model
-// ---------------------------------------------------------------------------------------------------
+// ---- the model ---------------------------------------------------------------------------------------------------
 
-std::vector<double> rope_inv_freq(const LlamaConfig &c) {
+std::vector<double> rope_inv_freq(const LlamaConfig& c) {
   const int64_t dim = c.head_width();
   std::vector<double> freqs;
-  for (int64_t i = 0; i < dim; i += 2)
-    freqs.push_back(1.0 / std::pow(c.rope_theta, static_cast<double>(i) / dim));
-  const auto &s = c.rope_scaling;
+  for (int64_t i = 0; i < dim; i += 2) freqs.push_back(1.0 / std::pow(c.rope_theta, static_cast<double>(i) / dim));
+  const auto& s = c.rope_scaling;
   if (s.type == RopeScaling::kLinear) {
-    for (double &f : freqs)
-      f /= s.factor;
+    for (double& f : freqs) f /= s.factor;
   } else if (s.type == RopeScaling::kLlama3) {
-    // transformers' _compute_llama3_parameters: long wavelengths are slowed by
-    // `factor`, short ones kept, and the band between is interpolated.
+    // transformers' _compute_llama3_parameters: long wavelengths are slowed by `factor`, short ones kept, and the
+    // band between is interpolated.
     const double old = static_cast<double>(s.original_max_position_embeddings);
-    const double low_wavelen = old / s.low_freq_factor,
-                 high_wavelen = old / s.high_freq_factor;
-    for (double &f : freqs) {
+    const double low_wavelen = old / s.low_freq_factor, high_wavelen = old / s.high_freq_factor;
+    for (double& f : freqs) {
       const double wavelen = 2 * M_PI / f;
       if (wavelen > low_wavelen) {
         f /= s.factor;
       } else if (wavelen >= high_wavelen) {
-        const double smooth = (old / wavelen - s.low_freq_factor) /
-                              (s.high_freq_factor - s.low_freq_factor);
+        const double smooth = (old / wavelen - s.low_freq_factor) / (s.high_freq_factor - s.low_freq_factor);
         f = (1 - smooth) * f / s.factor + smooth * f;
       }
     }
@@ -367,307 +286,227 @@ std::vector<double> rope_inv_freq(const LlamaConfig &c) {
   return freqs;
 }
 
-LlamaModelImpl::LlamaModelImpl(LlamaConfig config,
-                               const torch::TensorOptions &options)
-    : config_(std::move(config)) {
+LlamaModelImpl::LlamaModelImpl(LlamaConfig config, const torch::TensorOptions& options) : config_(std::move(config)) {
   config_.validate("(model construction)");
-  if (options.dtype() == caffe2::TypeMeta::Make<c10::Half>() &&
-      options.device().is_cpu())
-    throw UsageError("LLaMA: float16 computation needs a CUDA device (libtorch "
-                     "1.13 has no float16 matmul on the "
+  if (options.dtype() == caffe2::TypeMeta::Make<c10::Half>() && options.device().is_cpu())
+    throw UsageError("LLaMA: float16 computation needs a CUDA device (libtorch 1.13 has no float16 matmul on the "
                      "CPU); use bfloat16 or float32 on the CPU");
-  const auto &c = config_;
+  const auto& c = config_;
   backbone_ = register_module("model", std::make_shared<torch::nn::Module>());
-  embed_tokens_ = backbone_->register_module(
-      "embed_tokens", Embedding(c.vocab_size, c.hidden_size, options));
+  embed_tokens_ = backbone_->register_module("embed_tokens", Embedding(c.vocab_size, c.hidden_size, options));
   layers_ = backbone_->register_module("layers", torch::nn::ModuleList());
   for (int64_t i = 0; i < c.num_hidden_layers; ++i) {
     layer_list_.push_back(std::make_shared<DecoderLayerImpl>(c, options));
     layers_->push_back(layer_list_.back());
   }
-  norm_ = backbone_->register_module(
-      "norm", RmsNorm(c.hidden_size, c.rms_norm_eps, options));
-  if (!c.tie_word_embeddings)
-    lm_head_ = register_module(
-        "lm_head", Projection(c.hidden_size, c.vocab_size, options));
+  norm_ = backbone_->register_module("norm", RmsNorm(c.hidden_size, c.rms_norm_eps, options));
+  if (!c.tie_word_embeddings) lm_head_ = register_module("lm_head", Projection(c.hidden_size, c.vocab_size, options));
   auto freqs = rope_inv_freq(c);
   inv_freq_ = torch::tensor(std::vector<float>(freqs.begin(), freqs.end()));
 }
 
-torch::Dtype LlamaModelImpl::dtype() const {
-  return embed_tokens_->weight.scalar_type();
-}
-torch::Device LlamaModelImpl::device() const {
-  return embed_tokens_->weight.device();
-}
+torch::Dtype LlamaModelImpl::dtype() const { return embed_tokens_->weight.scalar_type(); }
+torch::Device LlamaModelImpl::device() const { return embed_tokens_->weight.device(); }
 
-torch::Tensor
-LlamaModelImpl::rotary_cos_sin(const torch::Tensor &positions) const {
-  auto freqs = positions.to(torch::kFloat32).unsqueeze(-1) *
-               inv_freq_.to(positions.device()); // [rows, new, h/2]
-  auto angles =
-      torch::cat({freqs, freqs}, -1).unsqueeze(1); // [rows, 1, new, h]
+torch::Tensor LlamaModelImpl::rotary_cos_sin(const torch::Tensor& positions) const {
+  auto freqs = positions.to(torch::kFloat32).unsqueeze(-1) * inv_freq_.to(positions.device());  // [rows, new, h/2]
+  auto angles = torch::cat({freqs, freqs}, -1).unsqueeze(1);                                     // [rows, 1, new, h]
   return torch::stack({angles.cos(), angles.sin()}).to(dtype());
 }
 
-torch::Tensor LlamaModelImpl::hidden_states(const torch::Tensor &input_ids,
-                                            const torch::Tensor &attention_mask,
-                                            KvCache *cache) {
+torch::Tensor LlamaModelImpl::hidden_states(const torch::Tensor& input_ids, const torch::Tensor& attention_mask,
+                                            KvCache* cache) {
   if (input_ids.dim() != 2 || input_ids.size(1) == 0)
-    throw UsageError("LLaMA forward: input_ids must be [rows, tokens] with at "
-                     "least one token, got " +
+    throw UsageError("LLaMA forward: input_ids must be [rows, tokens] with at least one token, got " +
                      shape_string(input_ids.sizes()));
   const auto dev = device();
   auto ids = input_ids.to(dev, torch::kInt64);
   const int64_t rows = ids.size(0), n = ids.size(1);
-  auto mask =
-      attention_mask.defined()
-          ? attention_mask.to(dev, torch::kBool)
-          : torch::ones({rows, n},
-                        torch::TensorOptions().dtype(torch::kBool).device(dev));
+  auto mask = attention_mask.defined() ? attention_mask.to(dev, torch::kBool)
+                                       : torch::ones({rows, n}, torch::TensorOptions().dtype(torch::kBool).device(dev));
   if (mask.sizes() != ids.sizes())
-    throw UsageError("LLaMA forward: attention_mask " +
-                     shape_string(mask.sizes()) + " must match input_ids " +
+    throw UsageError("LLaMA forward: attention_mask " + shape_string(mask.sizes()) + " must match input_ids " +
                      shape_string(ids.sizes()));
   const bool cached = cache && cache->length() > 0;
   if (cached && cache->rows() != rows)
-    throw UsageError("LLaMA forward: the KV cache has " +
-                     std::to_string(cache->rows()) + " rows, the input " +
+    throw UsageError("LLaMA forward: the KV cache has " + std::to_string(cache->rows()) + " rows, the input " +
                      std::to_string(rows));
   {
     // Out-of-range ids would index outside the embedding table.
     auto lo = ids.min().item<int64_t>(), hi = ids.max().item<int64_t>();
     if (lo < 0 || hi >= config_.vocab_size)
-      throw UsageError(
-          "LLaMA forward: token id " + std::to_string(lo < 0 ? lo : hi) +
-          " outside the vocabulary of " + std::to_string(config_.vocab_size));
+      throw UsageError("LLaMA forward: token id " + std::to_string(lo < 0 ? lo : hi) + " outside the vocabulary of " +
+                       std::to_string(config_.vocab_size));
   }
   const int64_t past = cached ? cache->length() : 0, total = past + n;
-  // Positions count the real tokens before each token (HF generate's
-  // position_ids), so padding shifts nothing.
-  auto start = cached ? cache->next_positions().unsqueeze(1)
-                      : torch::zeros({rows, 1}, ids.options());
+  // Positions count the real tokens before each token (HF generate's position_ids), so padding shifts nothing.
+  auto start = cached ? cache->next_positions().unsqueeze(1) : torch::zeros({rows, 1}, ids.options());
   auto positions = (start + mask.to(torch::kInt64).cumsum(1) - 1).clamp_min(0);
   auto full_mask = cached ? torch::cat({cache->mask(), mask}, 1) : mask;
-  auto causal = torch::ones({n, total}, full_mask.options())
-                    .tril(past); // query i sees keys j <= past + i
-  auto blocked =
-      torch::zeros({rows, 1, 1, n, total},
-                   torch::TensorOptions().dtype(torch::kFloat32).device(dev))
-          .masked_fill_((full_mask.unsqueeze(1) & causal.unsqueeze(0))
-                            .logical_not()
-                            .view({rows, 1, 1, n, total}),
-                        std::numeric_limits<float>::lowest());
+  auto causal = torch::ones({n, total}, full_mask.options()).tril(past);  // query i sees keys j <= past + i
+  auto blocked = torch::zeros({rows, 1, 1, n, total}, torch::TensorOptions().dtype(torch::kFloat32).device(dev))
+                     .masked_fill_((full_mask.unsqueeze(1) & causal.unsqueeze(0)).logical_not().view({rows, 1, 1, n, total}),
+                                   std::numeric_limits<float>::lowest());
   auto cos_sin = rotary_cos_sin(positions);
   auto cos = cos_sin[0], sin = cos_sin[1];
 
   auto x = embed_tokens_->forward(ids);
-  for (std::size_t i = 0; i < layer_list_.size(); ++i)
-    x = layer_list_[i]->forward(x, cos, sin, blocked, cache, i);
-  if (cache)
-    cache->commit(mask);
+  for (std::size_t i = 0; i < layer_list_.size(); ++i) x = layer_list_[i]->forward(x, cos, sin, blocked, cache, i);
+  if (cache) cache->commit(mask);
   return norm_->forward(x);
 }
 
-torch::Tensor LlamaModelImpl::logits(const torch::Tensor &hidden) {
-  auto out = lm_head_ ? lm_head_->forward(hidden)
-                      : torch::linear(hidden, embed_tokens_->active_weight());
+torch::Tensor LlamaModelImpl::logits(const torch::Tensor& hidden) {
+  auto out = lm_head_ ? lm_head_->forward(hidden) : torch::linear(hidden, embed_tokens_->active_weight());
   return out.to(torch::kFloat32);
 }
 
-torch::Tensor LlamaModelImpl::forward(const torch::Tensor &input_ids,
-                                      const torch::Tensor &attention_mask,
-                                      KvCache *cache, bool last_only) {
+torch::Tensor LlamaModelImpl::forward(const torch::Tensor& input_ids, const torch::Tensor& attention_mask,
+                                      KvCache* cache, bool last_only) {
   auto h = hidden_states(input_ids, attention_mask, cache);
-  if (last_only)
-    h = h.narrow(1, h.size(1) - 1, 1);
+  if (last_only) h = h.narrow(1, h.size(1) - 1, 1);
   return logits(h);
 }
 
-std::vector<std::pair<std::string, std::shared_ptr<WeightModule>>>
-LlamaModelImpl::weight_modules() const {
+std::vector<std::pair<std::string, std::shared_ptr<WeightModule>>> LlamaModelImpl::weight_modules() const {
   std::vector<std::pair<std::string, std::shared_ptr<WeightModule>>> out;
-  for (const auto &item : named_modules("", false))
-    if (auto m = std::dynamic_pointer_cast<WeightModule>(item.value()))
-      out.emplace_back(item.key(), m);
+  for (const auto& item : named_modules("", false))
+    if (auto m = std::dynamic_pointer_cast<WeightModule>(item.value())) out.emplace_back(item.key(), m);
   return out;
 }
 
-std::vector<std::pair<std::string, torch::Tensor>>
-LlamaModelImpl::checkpoint_weights() const {
+std::vector<std::pair<std::string, torch::Tensor>> LlamaModelImpl::checkpoint_weights() const {
   std::vector<std::pair<std::string, torch::Tensor>> out;
-  for (const auto &[name, m] : weight_modules())
-    out.emplace_back(name + ".weight", m->weight);
+  for (const auto& [name, m] : weight_modules()) out.emplace_back(name + ".weight", m->weight);
   return out;
 }
 
 void LlamaModelImpl::set_adapters_enabled(bool enabled) {
-  for (const auto &[name, m] : weight_modules())
-    m->set_adapter_enabled(enabled);
+  for (const auto& [name, m] : weight_modules()) m->set_adapter_enabled(enabled);
 }
 
 void LlamaModelImpl::init_weights(uint64_t seed) {
   torch::NoGradGuard no_grad;
   uint64_t index = 0;
-  for (const auto &[name, m] : weight_modules()) {
+  for (const auto& [name, m] : weight_modules()) {
     ++index;
-    if (dynamic_cast<RmsNormImpl *>(m.get())) {
+    if (dynamic_cast<RmsNormImpl*>(m.get())) {
       m->weight.fill_(1.0);
       continue;
     }
     auto gen = cpu_generator(derive_seed(seed, index));
-    m->weight.copy_(torch::empty(m->weight.sizes(), torch::kFloat32)
-                        .normal_(0.0, config_.initializer_range, gen));
+    m->weight.copy_(torch::empty(m->weight.sizes(), torch::kFloat32).normal_(0.0, config_.initializer_range, gen));
   }
 }
 
-LlamaModel create_model(const LlamaConfig &config, uint64_t seed,
-                        const torch::TensorOptions &options) {
+LlamaModel create_model(const LlamaConfig& config, uint64_t seed, const torch::TensorOptions& options) {
   LlamaModel model(config, options);
   model->init_weights(seed);
   return model;
 }
 
-// ---- checkpoints
-// -------------------------------------------------------------------------------------------------
+// ---- checkpoints -------------------------------------------------------------------------------------------------
 
-torch::Dtype parse_dtype(const std::string &name) {
-  if (name == "float32" || name == "fp32" || name == "f32")
-    return torch::kFloat32;
-  if (name == "float16" || name == "fp16" || name == "f16" || name == "half")
-    return torch::kFloat16;
-  if (name == "bfloat16" || name == "bf16")
-    return torch::kBFloat16;
+torch::Dtype parse_dtype(const std::string& name) {
+  if (name == "float32" || name == "fp32" || name == "f32") return torch::kFloat32;
+  if (name == "float16" || name == "fp16" || name == "f16" || name == "half") return torch::kFloat16;
+  if (name == "bfloat16" || name == "bf16") return torch::kBFloat16;
   throw UsageError("unknown dtype '" + name + "' (float32, float16, bfloat16)");
 }
 
 std::string dtype_name(torch::Dtype dtype) {
-  if (dtype == torch::kFloat32)
-    return "float32";
-  if (dtype == torch::kFloat16)
-    return "float16";
-  if (dtype == torch::kBFloat16)
-    return "bfloat16";
-  throw UsageError(std::string("unsupported model dtype ") +
-                   c10::toString(dtype));
+  if (dtype == torch::kFloat32) return "float32";
+  if (dtype == torch::kFloat16) return "float16";
+  if (dtype == torch::kBFloat16) return "bfloat16";
+  throw UsageError(std::string("unsupported model dtype ") + c10::toString(dtype));
 }
 
 namespace {
 
-//! The view's numbers as a CPU tensor of its own dtype (copied: the mapping may
-//! be unaligned and goes away).
-torch::Tensor view_to_tensor(const safetensors::TensorView &view,
-                             const fs::path &source) {
+//! The view's numbers as a CPU tensor of its own dtype (copied: the mapping may be unaligned and goes away).
+torch::Tensor view_to_tensor(const safetensors::TensorView& view, const fs::path& source) {
   using safetensors::Dtype;
   torch::Dtype dtype;
   switch (view.dtype) {
-  case Dtype::kF32:
-    dtype = torch::kFloat32;
-    break;
-  case Dtype::kF16:
-    dtype = torch::kFloat16;
-    break;
-  case Dtype::kBF16:
-    dtype = torch::kBFloat16;
-    break;
-  case Dtype::kF64:
-    dtype = torch::kFloat64;
-    break;
-  default:
-    throw DataError(source.string() + ": tensor '" + view.name + "' is " +
-                    view.describe() +
-                    ", expected a floating-point dtype (F32, F16, BF16)");
+    case Dtype::kF32: dtype = torch::kFloat32; break;
+    case Dtype::kF16: dtype = torch::kFloat16; break;
+    case Dtype::kBF16: dtype = torch::kBFloat16; break;
+    case Dtype::kF64: dtype = torch::kFloat64; break;
+    default:
+      throw DataError(source.string() + ": tensor '" + view.name + "' is " + view.describe() +
+                      ", expected a floating-point dtype (F32, F16, BF16)");
   }
   auto t = torch::empty(view.shape, dtype);
-  if (!view.bytes.empty())
-    std::memcpy(t.data_ptr(), view.bytes.data(), view.bytes.size());
+  if (!view.bytes.empty()) std::memcpy(t.data_ptr(), view.bytes.data(), view.bytes.size());
   return t;
 }
 
-bool ignorable_tensor(const std::string &name, const LlamaConfig &config) {
+bool ignorable_tensor(const std::string& name, const LlamaConfig& config) {
   auto ends_with = [&](std::string_view suffix) {
-    return name.size() >= suffix.size() &&
-           name.compare(name.size() - suffix.size(), suffix.size(), suffix) ==
-               0;
+    return name.size() >= suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
   };
-  return ends_with("rotary_emb.inv_freq") ||
-         (config.tie_word_embeddings && name == "lm_head.weight");
+  return ends_with("rotary_emb.inv_freq") || (config.tie_word_embeddings && name == "lm_head.weight");
 }
 
-} // namespace
+}  // namespace
 
-LlamaModel load_model(const fs::path &model_dir, const LoadOptions &options) {
-  if (!fs::exists(model_dir))
-    throw DataError("LLaMA model directory " + model_dir.string() +
-                    " does not exist");
+LlamaModel load_model(const fs::path& model_dir, const LoadOptions& options) {
+  if (!fs::exists(model_dir)) throw DataError("LLaMA model directory " + model_dir.string() + " does not exist");
   if (!fs::is_directory(model_dir))
     throw DataError("LLaMA model path " + model_dir.string() +
-                    " is not a directory (expected a Hugging Face model "
-                    "directory with config.json and "
+                    " is not a directory (expected a Hugging Face model directory with config.json and "
                     "model.safetensors or model.safetensors.index.json)");
   LlamaConfig config = LlamaConfig::from_file(model_dir / "config.json");
-  LlamaModel model(
-      config,
-      torch::TensorOptions().dtype(options.dtype).device(options.device));
+  LlamaModel model(config, torch::TensorOptions().dtype(options.dtype).device(options.device));
   auto set = safetensors::TensorSet::open(model_dir);
   const std::string source = set.source().string();
   std::set<std::string> used;
   {
     torch::NoGradGuard no_grad;
-    for (auto &[name, param] : model->checkpoint_weights()) {
-      const safetensors::TensorView *view = set.find(name);
+    for (auto& [name, param] : model->checkpoint_weights()) {
+      const safetensors::TensorView* view = set.find(name);
       if (!view)
-        throw DataError(source + ": missing tensor '" + name + "' (shape " +
-                        shape_string(param.sizes()) + " from config.json)");
+        throw DataError(source + ": missing tensor '" + name + "' (shape " + shape_string(param.sizes()) +
+                        " from config.json)");
       if (at::IntArrayRef(view->shape) != param.sizes())
-        throw DataError(source + ": tensor '" + name + "' is " +
-                        view->describe() + ", config.json implies shape " +
+        throw DataError(source + ": tensor '" + name + "' is " + view->describe() + ", config.json implies shape " +
                         shape_string(param.sizes()));
       param.copy_(view_to_tensor(*view, set.source()));
       used.insert(name);
     }
   }
-  for (const auto &name : set.names())
+  for (const auto& name : set.names())
     if (!used.count(name) && !ignorable_tensor(name, config))
-      throw DataError(source + ": unexpected tensor '" + name +
-                      "': not a weight of a LLaMA model with this " +
-                      "config.json (biases, other architectures and quantized "
-                      "weights are not supported)");
-  if (options.n_threads >= 0)
-    torch_init_threads(options.n_threads);
+      throw DataError(source + ": unexpected tensor '" + name + "': not a weight of a LLaMA model with this " +
+                      "config.json (biases, other architectures and quantized weights are not supported)");
+  if (options.n_threads >= 0) torch_init_threads(options.n_threads);
   return model;
 }
 
 namespace {
 
-void remove_old_weights(const fs::path &dir) {
-  for (const auto &entry : fs::directory_iterator(dir)) {
+void remove_old_weights(const fs::path& dir) {
+  for (const auto& entry : fs::directory_iterator(dir)) {
     const std::string name = entry.path().filename().string();
     const bool weights = name.rfind("model", 0) == 0 &&
-                         (entry.path().extension() == ".safetensors" ||
-                          name == "model.safetensors.index.json");
-    if (weights)
-      fs::remove(entry.path());
+                         (entry.path().extension() == ".safetensors" || name == "model.safetensors.index.json");
+    if (weights) fs::remove(entry.path());
   }
 }
 
-} // namespace
+}  // namespace
 
-void save_model(const LlamaModelImpl &model, const fs::path &model_dir,
-                const SaveOptions &options) {
-  const torch::Dtype dtype =
-      options.dtype.empty() ? model.dtype() : parse_dtype(options.dtype);
-  if (options.max_shard_bytes <= 0)
-    throw UsageError("save_model: max_shard_bytes must be positive");
+void save_model(const LlamaModelImpl& model, const fs::path& model_dir, const SaveOptions& options) {
+  const torch::Dtype dtype = options.dtype.empty() ? model.dtype() : parse_dtype(options.dtype);
+  if (options.max_shard_bytes <= 0) throw UsageError("save_model: max_shard_bytes must be positive");
   fs::create_directories(model_dir);
   remove_old_weights(model_dir);
   std::vector<std::vector<safetensors::TensorData>> shards(1);
   int64_t shard_bytes = 0, total_bytes = 0;
-  for (const auto &[name, t] : model.checkpoint_weights()) {
+  for (const auto& [name, t] : model.checkpoint_weights()) {
     auto d = to_safetensors(name, t, dtype);
     const auto size = static_cast<int64_t>(d.bytes.size());
-    if (!shards.back().empty() &&
-        shard_bytes + size > options.max_shard_bytes) {
+    if (!shards.back().empty() && shard_bytes + size > options.max_shard_bytes) {
       shards.emplace_back();
       shard_bytes = 0;
     }
@@ -677,31 +516,24 @@ void save_model(const LlamaModelImpl &model, const fs::path &model_dir,
   }
   const std::map<std::string, std::string> metadata{{"format", "pt"}};
   if (shards.size() == 1) {
-    safetensors::write_file(model_dir / "model.safetensors", shards[0],
-                            metadata);
+    safetensors::write_file(model_dir / "model.safetensors", shards[0], metadata);
   } else {
     nlohmann::json weight_map = nlohmann::json::object();
     for (std::size_t i = 0; i < shards.size(); ++i) {
       char file[64];
-      std::snprintf(file, sizeof file, "model-%05zu-of-%05zu.safetensors",
-                    i + 1, shards.size());
-      for (const auto &d : shards[i])
-        weight_map[d.name] = file;
+      std::snprintf(file, sizeof file, "model-%05zu-of-%05zu.safetensors", i + 1, shards.size());
+      for (const auto& d : shards[i]) weight_map[d.name] = file;
       safetensors::write_file(model_dir / file, shards[i], metadata);
     }
-    nlohmann::json index = {{"metadata", {{"total_size", total_bytes}}},
-                            {"weight_map", weight_map}};
-    write_file_atomic(model_dir / "model.safetensors.index.json",
-                      index.dump(2) + "\n");
+    nlohmann::json index = {{"metadata", {{"total_size", total_bytes}}}, {"weight_map", weight_map}};
+    write_file_atomic(model_dir / "model.safetensors.index.json", index.dump(2) + "\n");
   }
   LlamaConfig config = model.config();
   config.torch_dtype = dtype_name(dtype);
   config.write(model_dir / "config.json");
 }
 
-safetensors::TensorData to_safetensors(const std::string &name,
-                                       const torch::Tensor &t,
-                                       torch::Dtype dtype) {
+safetensors::TensorData to_safetensors(const std::string& name, const torch::Tensor& t, torch::Dtype dtype) {
   auto c = t.detach().to(torch::kCPU).to(dtype).contiguous();
   safetensors::TensorData d;
   d.name = name;
@@ -709,8 +541,8 @@ safetensors::TensorData to_safetensors(const std::string &name,
             : dtype == torch::kFloat16 ? safetensors::Dtype::kF16
                                        : safetensors::Dtype::kBF16;
   d.shape.assign(c.sizes().begin(), c.sizes().end());
-  d.bytes.assign(static_cast<const char *>(c.data_ptr()), c.nbytes());
+  d.bytes.assign(static_cast<const char*>(c.data_ptr()), c.nbytes());
   return d;
 }
 
-} // namespace pwab::llama
+}  // namespace pwab::llama

@@ -201,6 +201,34 @@ TEST_F(ServeCli, KilledAmidConcurrentEpisodesLosesNothingAndCountsNothingTwice) 
   EXPECT_EQ(Json::parse(table)["groups"]["overall"]["n_tasks"], 20) << table;
 }
 
+// Off loopback without a token the API would be open to every machine that
+// reaches it: refused at start. With PWAB_SERVE_TOKEN it serves, and only
+// requests with the token get through.
+TEST_F(ServeCli, AnyAddressNeedsATokenAndTheTokenIsEnforced) {
+  std::string out;
+  EXPECT_EQ(run_binary("serve --data " + data_ +
+                           " --embedder hashing --host 0.0.0.0 --port 0",
+                       nullptr, "timeout 60 "),
+            2);
+  setenv("PWAB_SERVE_TOKEN", "cli-token-42", 1);
+  {
+    ServeProcess serve({"--data", data_, "--port", "0", "--embedder", "hashing",
+                        "--host", "0.0.0.0"});
+    ASSERT_EQ(serve.url().rfind("http://0.0.0.0:", 0), 0u) << serve.url();
+    httplib::Client c(
+        "127.0.0.1", std::stoi(serve.url().substr(serve.url().rfind(':') + 1)));
+    auto refused = c.Get("/v1/tasks");
+    ASSERT_TRUE(refused);
+    EXPECT_EQ(refused->status, 401);
+    c.set_bearer_token_auth("cli-token-42");
+    auto ok = c.Get("/v1/tasks");
+    ASSERT_TRUE(ok);
+    EXPECT_EQ(ok->status, 200);
+    EXPECT_EQ(serve.stop(), 0);
+  }
+  unsetenv("PWAB_SERVE_TOKEN");
+}
+
 TEST_F(ServeCli, RefusesAPortInUse) {
   httplib::Server holder;
   int port = holder.bind_to_any_port("127.0.0.1");
