@@ -3,7 +3,7 @@
 #   make test       build + run every test (T=regex filters, e.g. make test T=data)
 #   make demo       the main job on the embedded synthetic data
 #   make bench      benchmarks (B=regex filters); results in build/bench/
-#   make fuzz       libFuzzer on the data loader for FUZZ_SECONDS (default 60) with clang
+#   make fuzz       libFuzzer on the parsers of outside input for FUZZ_SECONDS (default 60) with clang
 #   make debug | deps | format | clean
 .PHONY: all release debug test demo bench fuzz deps format clean
 
@@ -57,8 +57,8 @@ bench: release
 fuzz:
 	@scripts/install-deps.sh
 	@if [ ! -f build/fuzz/CMakeCache.txt ]; then CC=clang CXX=clang++ cmake -S . -B build/fuzz $(GENERATOR) \
-		-DCMAKE_BUILD_TYPE=RelWithDebInfo -DPWAB_FUZZ=ON; fi
-	@cmake --build build/fuzz -j $(JOBS)
+		-DCMAKE_BUILD_TYPE=RelWithDebInfo -DPWAB_FUZZ=ON -DPWAB_WITH_TORCH=OFF $(LAUNCHER); fi
+	@cmake --build build/fuzz -j $(JOBS) --target fuzz_all
 	@scripts/fuzz.sh build/fuzz $(FUZZ_SECONDS)
 
 format:

@@ -8,10 +8,6 @@ find_package(fmt CONFIG REQUIRED)
 find_package(spdlog CONFIG REQUIRED)
 find_package(CLI11 CONFIG REQUIRED)
 
-if(PWAB_FUZZ)
-  return()   # the fuzz build only needs the light data stack
-endif()
-
 find_package(xapian REQUIRED)
 find_package(SQLite3 REQUIRED)
 find_package(CURL REQUIRED)
@@ -21,6 +17,10 @@ pkg_check_modules(HTTPLIB REQUIRED IMPORTED_TARGET cpp-httplib)   # the split he
 add_library(pwab_xapian INTERFACE)
 target_include_directories(pwab_xapian INTERFACE ${XAPIAN_INCLUDE_DIR})
 target_link_libraries(pwab_xapian INTERFACE ${XAPIAN_LIBRARIES})
+
+if(PWAB_FUZZ)
+  return()   # the fuzz targets need no libtorch, tests or sentencepiece
+endif()
 
 if(PWAB_WITH_TORCH)
   find_package(Torch REQUIRED)

@@ -1,23 +1,67 @@
 #!/usr/bin/env bash
-# Runs the data-loader fuzzer for N seconds (default 60) from a seed corpus made of the test fixtures.
+# Runs every libFuzzer target of build/fuzz (fuzz/CMakeLists.txt) from its seed corpus, sharing N seconds
+# (default 60) between them, and prints each target's executions and findings.
 #   scripts/fuzz.sh BUILD_DIR [SECONDS]
-# Crashes are written to BUILD_DIR/fuzz-artifacts/ and make the script fail.
+# Seeds come from the test fixtures (and a few literal ones below); the corpora grow under BUILD_DIR/fuzz-corpus/
+# and are reused by the next run. A crash is written to BUILD_DIR/fuzz-artifacts/ and makes the script fail: keep it
+# as a test case (see docs/testing.md).
 set -euo pipefail
 build=${1:?usage: fuzz.sh BUILD_DIR [SECONDS]}
 seconds=${2:-60}
-corpus="$build/fuzz-corpus"
 artifacts="$build/fuzz-artifacts"
-mkdir -p "$corpus" "$artifacts"
-# Seed corpus: each fixture file, prefixed by the byte that selects its file kind (see data_loader_fuzz.cpp).
+mkdir -p "$artifacts"
+targets=(data_loader safetensors llm_reply checkpoint run_record)
+share=$(( seconds / ${#targets[@]} )); [ "$share" -ge 1 ] || share=1
+
+seed() {  # seed TARGET NAME < bytes
+  mkdir -p "$build/fuzz-corpus/$1"
+  cat > "$build/fuzz-corpus/$1/seed-$2"
+}
+prefixed() {  # prefixed BYTE FILE: the file behind a selector byte
+  printf "\\x$(printf %02x "$1")"
+  cat "$2"
+}
+
+# data_loader: each dataset fixture, behind the byte that selects its file kind (data_loader_fuzz.cpp)
 i=0
 for f in test/fixtures/data/original/*.json; do
   case "$(basename "$f")" in
     all_products*) k=0 ;; user_history*) k=1 ;; user_instructions*) k=2 ;; user_profiles*) k=3 ;; *) k=4 ;;
   esac
-  { printf "\\x$(printf %02x $k)"; cat "$f"; } > "$corpus/seed-$i"
+  prefixed "$k" "$f" | seed data_loader "$i"
   i=$((i + 1))
 done
-echo "fuzzing the data loader for ${seconds}s (corpus $corpus)" >&2
-"$build/fuzz/fuzz_data_loader" "$corpus" -max_total_time="$seconds" -max_len=65536 -timeout=10 \
-  -artifact_prefix="$artifacts/" -print_final_stats=1 2>&1 | tail -n 25
-echo "fuzz: no crash in ${seconds}s" >&2
+# safetensors: real weight files (the fuzzer keeps their first max_len bytes)
+seed safetensors adapter < test/fixtures/llama/adapter/adapter_model.safetensors
+header='{"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}}'
+{ printf "\\x$(printf %02x ${#header})\\x00\\x00\\x00\\x00\\x00\\x00\\x00"; printf '%s' "$header"; printf '\0\0\x80\x3f\0\0\0\x40'; } \
+  | seed safetensors small
+# llm_reply: a chat reply with text, one with a tool call, an error reply
+printf '%s' '{"id":"c1","object":"chat.completion","model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"hi"},"finish_reason":"stop"}],"usage":{"prompt_tokens":3,"completion_tokens":1}}' | seed llm_reply text
+printf '%s' '{"choices":[{"index":0,"message":{"role":"assistant","content":null,"tool_calls":[{"id":"t1","type":"function","function":{"name":"search_product_by_query","arguments":"{\"query\":\"usb\"}"}}]},"finish_reason":"tool_calls"}]}' | seed llm_reply tool
+printf '%s' '{"error":{"message":"rate limited","type":"rate_limit"}}' | seed llm_reply error
+# checkpoint: a torch.save zip (selector 1) and its pickle (selector 2)
+prefixed 1 test/fixtures/rec/sasrec_tiny.pth | seed checkpoint zip
+if command -v unzip > /dev/null; then
+  pkl=$(unzip -Z1 test/fixtures/rec/sasrec_tiny.pth | grep 'data.pkl$' | head -1)
+  { printf '\x02'; unzip -p test/fixtures/rec/sasrec_tiny.pth "$pkl"; } | seed checkpoint pickle
+fi
+# run_record: a record line as `pwab run` writes it
+printf '%s' '{"task":"test/0","trial":0,"user_id":"U1","instruction":"a usb cable","type":"search","target_asin":"B0TARGET01","first_observation":"USER U1: a usb cable","actions":[{"name":"search_product_by_query","arguments":"{\"query\":\"usb cable\"}","observation":"[]","reward":[1.0,0.5],"done":true,"scored":true}],"attempts":[[1.0,0.5]],"steps":1,"ending":"task_function","prompt_tokens":12,"completion_tokens":3,"seconds_env":0.01,"seconds_agent":0.2,"error":"","usage":{"agent":{"calls":1}}}' \
+  | seed run_record one
+
+status=0
+for t in "${targets[@]}"; do
+  echo "fuzz_$t: ${share}s" >&2
+  log="$build/fuzz-$t.log"
+  if ! "$build/fuzz/fuzz_$t" "$build/fuzz-corpus/$t" -max_total_time="$share" -max_len=65536 -timeout=10 \
+      -artifact_prefix="$artifacts/$t-" -print_final_stats=1 > "$log" 2>&1; then
+    status=1
+    echo "fuzz_$t: FOUND A CRASH (see $log and $artifacts/)" >&2
+  fi
+  execs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' || echo "?")
+  cov=$(grep -o 'cov: [0-9]*' "$log" | tail -1 || true)
+  echo "fuzz_$t: $execs executions, $cov, corpus $(ls "$build/fuzz-corpus/$t" | wc -l) inputs" >&2
+done
+[ "$status" -eq 0 ] && echo "fuzz: no crash in ${seconds}s over ${#targets[@]} targets" >&2
+exit "$status"
