@@ -10,7 +10,7 @@ build=${1:?usage: fuzz.sh BUILD_DIR [SECONDS]}
 seconds=${2:-60}
 artifacts="$build/fuzz-artifacts"
 mkdir -p "$artifacts"
-targets=(data_loader safetensors llm_reply checkpoint run_record)
+targets=(data_loader safetensors llm_reply checkpoint run_record run_dir)
 share=$(( seconds / ${#targets[@]} )); [ "$share" -ge 1 ] || share=1
 
 seed() {  # seed TARGET NAME < bytes
@@ -49,6 +49,11 @@ fi
 # run_record: a record line as `pwab run` writes it
 printf '%s' '{"task":"test/0","trial":0,"user_id":"U1","instruction":"a usb cable","type":"search","target_asin":"B0TARGET01","first_observation":"USER U1: a usb cable","actions":[{"name":"search_product_by_query","arguments":"{\"query\":\"usb cable\"}","observation":"[]","reward":[1.0,0.5],"done":true,"scored":true}],"attempts":[[1.0,0.5]],"steps":1,"ending":"task_function","prompt_tokens":12,"completion_tokens":3,"seconds_env":0.01,"seconds_agent":0.2,"error":"","usage":{"agent":{"calls":1}}}' \
   | seed run_record one
+# run_dir: a manifest (selector 0) and a results file of two lines and a cut one (selector 1)
+printf '\x00%s' '{"config":{"agent":"heuristic","track":"single","trials":2},"seed":0,"dataset_fingerprint":"ab12","pwab_version":"0.1.0","shard_index":0,"shard_count":1,"created_utc":"2026-11-26T00:00:00Z"}' \
+  | seed run_dir manifest
+{ printf '\x01'; cat "$build/fuzz-corpus/run_record/seed-one"; printf '\n'; cat "$build/fuzz-corpus/run_record/seed-one" | sed 's/"trial":0/"trial":1/'; printf '\n{"task":"te'; } \
+  | seed run_dir results
 
 status=0
 for t in "${targets[@]}"; do
