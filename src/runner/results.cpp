@@ -2,6 +2,7 @@
 #include "runner/results.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -445,7 +446,17 @@ void RunDirectory::append(const TaskRecord& record) {
   std::string line = record.to_json_line() + "\n";
   std::lock_guard lock(state_->mu);
   fs::path file = state_->dir / kResultsFile;
-  write_all(state_->fd, line, file);
+  // A full disk (or a file-size limit) can take part of the line before refusing the rest: cut the file back to
+  // where it was, so that no torn line is left for the next append to run into.
+  struct stat before {};
+  const bool sized = ::fstat(state_->fd, &before) == 0;
+  try {
+    write_all(state_->fd, line, file);
+  } catch (const Error& e) {
+    if (sized && ::ftruncate(state_->fd, before.st_size) == 0)
+      throw Error(std::string(e.what()) + " (the record was not written; the file is as it was)");
+    throw;
+  }
   if (::fsync(state_->fd) != 0) throw Error("cannot sync " + file.string() + ": " + std::strerror(errno));
   state_->latest_ok[record.id()] = record.error.empty();
 }

@@ -408,7 +408,14 @@ RequestError gone(std::string_view episode_id) {
 void EpisodeService::record(Slot& slot, runner::TaskRecord record) {
   record.trial = slot.trial;
   if (slot.user_sim == "llm" && options_.usage_json) record.usage_json = options_.usage_json(slot.id);
-  if (auto* dir = sink(slot.episode->options().track)) dir->append(record);
+  if (auto* dir = sink(slot.episode->options().track)) {
+    try {
+      dir->append(record);
+    } catch (...) {
+      release(slot);  // nothing was recorded (a full disk): the (task, trial) may be played again
+      throw;
+    }
+  }
   release(slot);  // the run directory's record holds the (task, trial) from now on
   slot.record = std::move(record);
 }

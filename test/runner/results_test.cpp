@@ -3,6 +3,9 @@
 #include "runner/results.h"
 
 #include <gtest/gtest.h>
+#include <filesystem>
+#include <csignal>
+#include <sys/resource.h>
 
 #include <algorithm>
 #include <functional>
@@ -189,6 +192,39 @@ TEST(Results, KillMidWriteIsRecoveredOnResume) {
   auto records = read_records(dir, &truncated);
   EXPECT_EQ(truncated, 0u);
   EXPECT_EQ(keys_of(records), (std::vector<std::string>{"test/0", "test/1", "test/2"}));
+}
+
+// A full disk takes part of a line and refuses the rest (simulated with a file-size limit, which fails a write the
+// same way without mounting anything): the append fails with a clear error and leaves no torn line, so the next
+// append, once there is room, starts on a clean line (issue 19).
+TEST(Results, AFullDiskLeavesNoTornLine) {
+  test::TempDir tmp;
+  auto dir = tmp / "run";
+  RunDirectory run = RunDirectory::open(dir, manifest(), false);
+  run.append(fake("test/0"));
+  const auto size = std::filesystem::file_size(dir / kResultsFile);
+  struct rlimit old {};
+  ASSERT_EQ(::getrlimit(RLIMIT_FSIZE, &old), 0);
+  auto old_handler = std::signal(SIGXFSZ, SIG_IGN);  // the write fails with EFBIG instead of killing the process
+  struct rlimit small = old;
+  small.rlim_cur = size + 40;  // room for 40 bytes of the next line only
+  ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &small), 0);
+  std::string message;
+  try {
+    run.append(fake("test/1"));
+  } catch (const Error& e) {
+    message = e.what();
+  }
+  ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &old), 0);
+  std::signal(SIGXFSZ, old_handler);
+  EXPECT_NE(message.find("results.jsonl"), std::string::npos) << message;
+  EXPECT_NE(message.find("the record was not written"), std::string::npos) << message;
+  EXPECT_EQ(std::filesystem::file_size(dir / kResultsFile), size);  // the 40 bytes were cut off again
+  run.append(fake("test/2"));
+  expect_valid_jsonl(dir);
+  std::size_t truncated = 0;
+  EXPECT_EQ(keys_of(read_records(dir, &truncated)), (std::vector<std::string>{"test/0", "test/2"}));
+  EXPECT_EQ(truncated, 0u);
 }
 
 TEST(Results, ErroredRecordsAreRerunAndSuperseded) {
