@@ -1,5 +1,6 @@
 #include "serve/mcp_http.h"
 #include "core/json_depth.h"
+#include "serve/access.h"
 
 #include <httplib.h>
 
@@ -39,16 +40,6 @@ std::string random_session_id() {
     for (int j = 0; j < 8; ++j, word >>= 4) id.push_back(hex[word & 0xF]);
   }
   return id;
-}
-
-// The host of an Origin value "scheme://host[:port]" (brackets kept for IPv6); "" when it has no scheme.
-std::string origin_host(const std::string& origin) {
-  auto scheme_end = origin.find("://");
-  if (scheme_end == std::string::npos) return {};
-  std::string rest = origin.substr(scheme_end + 3);
-  rest = rest.substr(0, rest.find('/'));
-  if (!rest.empty() && rest.front() == '[') return lower(rest.substr(0, rest.find(']') + 1));
-  return lower(rest.substr(0, rest.find(':')));
 }
 
 // The spec asks clients to accept both application/json and text/event-stream; we answer JSON, so a client that
@@ -96,7 +87,7 @@ std::size_t McpHttpEndpoint::n_sessions() const {
 
 bool McpHttpEndpoint::origin_allowed(const httplib::Request& req) const {
   if (!req.has_header("Origin")) return true;
-  const std::string host = origin_host(req.get_header_value("Origin"));
+  const std::string host = host_of_origin(req.get_header_value("Origin"));  // access.h
   const auto& allowed = options_.allowed_origin_hosts;
   return std::find(allowed.begin(), allowed.end(), host) != allowed.end();
 }
