@@ -18,10 +18,6 @@ add_library(pwab_xapian INTERFACE)
 target_include_directories(pwab_xapian INTERFACE ${XAPIAN_INCLUDE_DIR})
 target_link_libraries(pwab_xapian INTERFACE ${XAPIAN_LIBRARIES})
 
-if(PWAB_FUZZ)
-  return()   # the fuzz targets need no libtorch, tests or sentencepiece
-endif()
-
 if(PWAB_WITH_TORCH)
   find_package(Torch REQUIRED)
   add_library(pwab_torch INTERFACE)
@@ -66,3 +62,7 @@ target_include_directories(pwab_sentencepiece SYSTEM INTERFACE
   ${Protobuf_INCLUDE_DIRS})
 target_link_libraries(pwab_sentencepiece INTERFACE sentencepiece_train-static sentencepiece-static
   ${Protobuf_LITE_LIBRARIES} Threads::Threads)
+
+if(PWAB_FUZZ)
+  return()   # the fuzz targets need no libtorch or tests (sentencepiece, above, is fuzzed through pwab's loader)
+endif()

@@ -10,7 +10,7 @@ build=${1:?usage: fuzz.sh BUILD_DIR [SECONDS]}
 seconds=${2:-60}
 artifacts="$build/fuzz-artifacts"
 mkdir -p "$artifacts"
-targets=(data_loader safetensors llm_reply checkpoint run_record run_dir)
+targets=(data_loader safetensors llm_reply checkpoint run_record run_dir request_head episode_service mcp remote_reply hf_config raw_review tokenizer)
 share=$(( seconds / ${#targets[@]} )); [ "$share" -ge 1 ] || share=1
 
 seed() {  # seed TARGET NAME < bytes
@@ -54,6 +54,40 @@ printf '\x00%s' '{"config":{"agent":"heuristic","track":"single","trials":2},"se
   | seed run_dir manifest
 { printf '\x01'; cat "$build/fuzz-corpus/run_record/seed-one"; printf '\n'; cat "$build/fuzz-corpus/run_record/seed-one" | sed 's/"trial":0/"trial":1/'; printf '\n{"task":"te'; } \
   | seed run_dir results
+
+# request_head: a GET, a POST that waits for 100 Continue, a chunked POST
+printf 'GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n' | seed request_head get
+printf 'POST /v1/episodes HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nExpect: 100-continue\r\nContent-Length: 17\r\n\r\n{"task":"test/0"}' \
+  | seed request_head continue
+printf 'POST /v1/episodes HTTP/1.1\r\nHost: localhost\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n' | seed request_head chunked
+# episode_service: bodies, one per line (start, then steps): a single-turn search and a multi-turn conversation
+printf '%s\n' '{"task":"test/0"}' '{"name":"search_product_by_query","arguments":{"query":"usb cable"}}' '{"name":"stop","arguments":{}}' \
+  | seed episode_service single
+printf '%s\n' '{"task":"test/1","track":"multi","seed":3}' '{"name":"respond","arguments":{"content":"Which brand do you like?"}}' \
+  '{"name":"get_recommendations_by_history","arguments":{"product_sequence":["B000000000"]}}' \
+  '{"name":"add_product_review","arguments":"{\"review\":\"Great.\"}","usage":{"prompt_tokens":5,"completion_tokens":2}}' \
+  | seed episode_service multi
+# mcp: a whole session, one JSON-RPC message per line ("$EP" is the episode the harness started last)
+printf '%s\n' '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"f","version":"1"}}}' \
+  '{"jsonrpc":"2.0","method":"notifications/initialized"}' '{"jsonrpc":"2.0","id":2,"method":"tools/list"}' \
+  '{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"start_episode","arguments":{"task":"test/0","track":"multi"}}}' \
+  '{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"respond","arguments":{"episode_id":"$EP","content":"Any brand?"}}}' \
+  '[{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"end_episode","arguments":{"episode_id":"$EP"}}},{"jsonrpc":"2.0","id":6,"method":"ping"}]' \
+  | seed mcp session
+
+# remote_reply: a tool call with usage, a stop
+printf '%s' '{"name":"search_product_by_query","arguments":{"query":"usb cable"},"usage":{"prompt_tokens":12,"completion_tokens":3}}' \
+  | seed remote_reply tool
+printf '%s' '{"name":"stop"}' | seed remote_reply stop
+# hf_config: the test models' config.json files
+for d in f32 f16 bf16; do seed hf_config "$d" < "test/fixtures/llama/$d/config.json"; done
+# raw_review: a review line of Amazon Reviews 2023, and one without parent_asin
+printf '%s' '{"rating": 4.0, "title": "Works well", "text": "Charges fast.<br />Good cable.", "images": [], "asin": "B00EL00002", "parent_asin": "B00EL00001", "user_id": "AGKHLEW2SOWHNMFQIJGBECAF7INQ", "timestamp": 1588687728923, "helpful_vote": 2, "verified_purchase": true}' \
+  | seed raw_review full
+printf '%s' '{"rating": 5, "title": "", "text": "ok", "asin": "B00EL00003", "user_id": "AX", "timestamp": 1.5e12}' | seed raw_review asin
+# tokenizer: a small BPE tokenizer.model and its tokenizer.json, trained by the target itself
+mkdir -p "$build/fuzz-corpus/tokenizer"
+PWAB_FUZZ_MAKE_SEEDS="$build/fuzz-corpus/tokenizer" "$build/fuzz/fuzz_tokenizer" > /dev/null 2>&1
 
 status=0
 for t in "${targets[@]}"; do

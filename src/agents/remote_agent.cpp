@@ -1,5 +1,6 @@
 #include "agents/remote_agent.h"
 #include "agents/agent_options.h"
+#include "agents/remote_reply.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -21,14 +22,6 @@ namespace {
 using Json = nlohmann::json;
 
 constexpr std::string_view kWho = "remote agent";
-
-// The start of a reply body for an error message, on one line.
-std::string excerpt(std::string_view body) {
-  std::string out(body.substr(0, 200));
-  for (char& c : out)
-    if (static_cast<unsigned char>(c) < 0x20) c = ' ';
-  return body.size() > 200 ? out + "..." : out;
-}
 
 bool is_http_url(const std::string& url) {
   std::string lower = ascii_lower(url);
@@ -80,19 +73,6 @@ std::string new_episode_id(const data::Task& task) {
   return data::task_key(task) + "-" + hex;
 }
 
-// The protocol's reply, already checked by remote_reply_problem.
-env::AgentStep parse_reply(const std::string& body) {
-  Json j = Json::parse(body);
-  env::AgentStep step;
-  step.action.name = j["name"].get<std::string>();
-  step.action.arguments_json = j.contains("arguments") ? j["arguments"].dump() : "{}";
-  if (j.contains("usage") && j["usage"].is_object()) {
-    step.prompt_tokens = j["usage"].value("prompt_tokens", 0);
-    step.completion_tokens = j["usage"].value("completion_tokens", 0);
-  }
-  return step;
-}
-
 class RemoteAgent final : public env::Agent {
  public:
   RemoteAgent(const data::Dataset& ds, const RemoteOptions& options, const std::string& tools_json,
@@ -126,7 +106,7 @@ class RemoteAgent final : public env::Agent {
     } catch (const llm::InfraError& e) {
       throw llm::InfraError(std::string(kWho) + ": " + e.what(), e.http_status(), e.attempts());  // say who failed
     }
-    env::AgentStep step = parse_reply(reply.body);
+    env::AgentStep step = parse_remote_reply(reply.body);
     pending_ = step.action;
     return step;
   }
@@ -141,25 +121,6 @@ class RemoteAgent final : public env::Agent {
 };
 
 }  // namespace
-
-std::string remote_reply_problem(const std::string& body) {
-  if (json_nests_deeper_than(body)) return "the reply is refused: " + json_depth_message();
-  Json j = Json::parse(body, nullptr, false);
-  if (j.is_discarded()) return "the reply is not JSON: " + excerpt(body);
-  if (!j.is_object()) return "the reply is not a JSON object";
-  if (!j.contains("name") || !j["name"].is_string() || j["name"].get<std::string>().empty())
-    return "the reply has no \"name\" (a tool, respond or stop)";
-  if (j.contains("arguments") && !j["arguments"].is_object()) return "the reply's \"arguments\" is not a JSON object";
-  if (j.contains("usage")) {
-    const Json& u = j["usage"];
-    if (!u.is_object()) return "the reply's \"usage\" is not a JSON object";
-    for (const char* key : {"prompt_tokens", "completion_tokens"})
-      if (u.contains(key) && !(u[key].is_number_integer() && u[key].get<int64_t>() >= 0 &&
-                               u[key].get<int64_t>() <= 1'000'000'000))
-        return std::string("the reply's usage.") + key + " is not a non-negative integer";
-  }
-  return {};
-}
 
 RemoteOptions parse_remote_options(const AgentOptions& options, int run_max_steps) {
   OptionReader r("remote", options);

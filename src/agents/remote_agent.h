@@ -63,7 +63,4 @@ class RemoteAgentFactory final : public AgentFactory {
   std::shared_ptr<const llm::Endpoint> endpoint_;
 };
 
-//! Checks one reply body against the protocol: "" when it is usable, else what is wrong (for retry messages).
-std::string remote_reply_problem(const std::string& body);
-
 }  // namespace pwab::agents

@@ -33,6 +33,7 @@ struct ServeArgs {
   std::string host = "127.0.0.1";
   int port = 8765, threads = 512;
   std::size_t max_body_bytes = 1 << 20;
+  double request_timeout_s = 10;
   std::string token;  // --token, else PWAB_SERVE_TOKEN
   std::vector<std::string> allowed_hosts, allowed_origins;
 };
@@ -57,6 +58,7 @@ void serve(const ServeArgs& a) {
   http.port = a.port;
   http.max_body_bytes = a.max_body_bytes;
   http.threads = a.threads;
+  http.request_timeout_s = a.request_timeout_s;
   http.janitor_interval_s = std::clamp(a.service.idle_timeout_s / 4, 0.05, 30.0);
   http.access.token = serve_token(a);
   http.access.allowed_hosts = a.allowed_hosts;
@@ -102,6 +104,10 @@ void add_serve_command(CLI::App& app) {
       ->capture_default_str()
       ->check(CLI::Range(0, 65535));
   cmd->add_option("--max-body-bytes", a->max_body_bytes, "Largest request body")->capture_default_str()->check(CLI::Range(64, 1 << 30));
+  cmd->add_option("--request-timeout-s", a->request_timeout_s,
+                  "Most seconds from a request's first byte to its last; a slower request gets 408")
+      ->capture_default_str()
+      ->check(CLI::Range(0.01, 3600.0));
   cmd->add_option("--threads", a->threads, "HTTP worker threads (each keep-alive client holds one)")
       ->capture_default_str()
       ->check(CLI::Range(1, 100000));

@@ -1,6 +1,7 @@
 #include "cli/serve_setup.h"
 
 #include <CLI/CLI.hpp>
+#include <fmt/format.h>
 
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -82,6 +83,8 @@ ServedEnvironment::ServedEnvironment(const ServiceArgs& a) : parts_(std::make_un
   options.idle_timeout_s = a.idle_timeout_s;
   options.max_episode_bytes = a.max_episode_bytes;
   options.seed = a.seed;
+  // One line per failure of the server's own (a record a full disk refused), on stderr with the start line.
+  options.log = [](const std::string& line) { fmt::print(stderr, "pwab: {}\n", line); };
   // The LLM user simulator, when a user model is named (same flags as `pwab run --user-sim llm`).
   if (!a.llm.user_model.empty() || !a.llm.model.empty()) {
     p.models = make_llm_setup(a.llm, /*need_agent=*/false, /*need_user=*/true);

@@ -411,7 +411,10 @@ void EpisodeService::record(Slot& slot, runner::TaskRecord record) {
   if (auto* dir = sink(slot.episode->options().track)) {
     try {
       dir->append(record);
-    } catch (...) {
+    } catch (const std::exception& e) {
+      if (options_.log)
+        options_.log(fmt::format("episode {} of {} (trial {}) finished but was not recorded: {}", slot.id,
+                                 record.task_key, record.trial, e.what()));
       release(slot);  // nothing was recorded (a full disk): the (task, trial) may be played again
       throw;
     }

@@ -71,6 +71,9 @@ struct ServiceOptions {
   std::function<std::string(const std::string& ledger_key)> usage_json;
   //! Monotonic seconds; the steady clock when empty. Tests of expiry pass a hand-moved clock.
   std::function<double()> clock;
+  //! Where the service reports a failure of its own that a client gets as a 500 (a record the run directory
+  //! could not take, e.g. a full disk): one line each, for the operator's log. Null = not reported.
+  std::function<void(const std::string& line)> log;
 };
 
 //! Where records go: one run directory per track, since `pwab score` reads one track per directory. Either may

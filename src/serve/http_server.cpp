@@ -2,6 +2,7 @@
 // 405, not a 404), JSON in and out, errors as {"error": {"code", "message"}}, and the janitor thread.
 #include "serve/http_server.h"
 #include "core/json_depth.h"
+#include "serve/guarded_server.h"
 
 #include <fmt/format.h>
 #include <httplib.h>
@@ -110,7 +111,7 @@ struct Route {
 struct HttpServer::Impl {
   EpisodeService& service;
   HttpOptions options;
-  httplib::Server server;
+  GuardedServer server;  // httplib's, reading each request itself (a deadline; half-closed clients answered)
   std::vector<Route> routes;
   int port = 0;
   int listen_fd = -1;
@@ -122,7 +123,7 @@ struct HttpServer::Impl {
   bool started = false;
   std::atomic<bool> listener_done{false};
 
-  Impl(EpisodeService& s, HttpOptions o) : service(s), options(std::move(o)) {}
+  Impl(EpisodeService& s, HttpOptions o) : service(s), options(std::move(o)), server(options.request_timeout_s) {}
 
   void add(std::string method, const std::string& pattern, int status,
            std::function<Json(const httplib::Request&, const std::smatch&)> handle) {

@@ -10,8 +10,8 @@
 //
 // Every answer is JSON; every refusal is {"error": {"code", "message"}} with a 4xx status (400 malformed JSON or
 // a wrong field, 401 no or a wrong bearer token, 403 a Host or Origin refused, 404 unknown route/task/episode,
-// 405 wrong method, 409 finished episode or recorded task, 413 body too large, 415 a body not declared JSON, 429
-// too many sessions); a failure of the server itself is a 500 with the same shape. A janitor thread drops
+// 405 wrong method, 408 a request not read whole in time, 409 finished episode or recorded task, 411 a chunked
+// body, 413 body too large, 415 a body not declared JSON, 429 too many sessions, 431 headers too large); a failure of the server itself is a 500 with the same shape. A janitor thread drops
 // idle episodes. The worker pool is sized so that every client can hold a keep-alive connection at once.
 #pragma once
 #include <cstddef>
@@ -24,7 +24,7 @@
 
 namespace httplib {
 class Server;
-}
+}  // namespace httplib
 
 namespace pwab::serve {
 
@@ -36,6 +36,9 @@ struct HttpOptions {
   //! Worker threads. Each open keep-alive connection holds one, so this bounds the clients served at once.
   int threads = 512;
   int keep_alive_timeout_s = 5;
+  //! The most seconds from a request's first byte to its last (a slower one gets 408): a client trickling its
+  //! bytes cannot hold a worker longer (guarded_server.h).
+  double request_timeout_s = 10;
   //! How often the janitor looks for idle episodes.
   double janitor_interval_s = 5;
   //! Who may call (access.h): checked before any route, /mcp included.

@@ -4,6 +4,7 @@
 // tokens, malformed replies and 5xx retried, errors recorded as the task's infrastructure error, and bad tool
 // calls reaching the environment as Error observations.
 #include "agents/remote_agent.h"
+#include "agents/remote_reply.h"
 
 #include <gtest/gtest.h>
 

@@ -7,6 +7,7 @@
 #include <arpa/inet.h>
 #include <httplib.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -80,6 +81,51 @@ std::string raw_exchange(int port, const std::string& request) {
   }
   ::close(fd);
   return answer;
+}
+
+//! A connected socket to the server (closed by the destructor).
+struct RawConnection {
+  explicit RawConnection(int port) : fd(::socket(AF_INET, SOCK_STREAM, 0)) {
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(static_cast<uint16_t>(port));
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    connected = ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
+    timeval tv{30, 0};  // a test never waits forever for an answer
+    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  }
+  ~RawConnection() { ::close(fd); }
+  bool send(std::string_view bytes) const {
+    return ::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(bytes.size());
+  }
+  //! Everything until the server closes (or 30 s pass).
+  std::string read_all() const {
+    std::string answer;
+    char buf[4096];
+    for (ssize_t n; (n = ::recv(fd, buf, sizeof buf, 0)) > 0;) answer.append(buf, static_cast<std::size_t>(n));
+    return answer;
+  }
+  //! At least `n` bytes (fewer if the server closes first).
+  std::string read_some(std::size_t n) const {
+    std::string answer;
+    char buf[4096];
+    for (ssize_t k; answer.size() < n && (k = ::recv(fd, buf, std::min(sizeof buf, n - answer.size()), 0)) > 0;)
+      answer.append(buf, static_cast<std::size_t>(k));
+    return answer;
+  }
+  int fd;
+  bool connected = false;
+};
+
+bool poll_readable(int fd) {
+  pollfd p{fd, POLLIN, 0};
+  return ::poll(&p, 1, 0) > 0;
+}
+
+std::size_t count_of(const std::string& text, const std::string& what) {
+  std::size_t n = 0;
+  for (std::size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
 }
 
 TEST(Http, HealthInfoAndTasks) {
@@ -294,6 +340,105 @@ TEST(Http, TheJanitorExpiresIdleEpisodes) {
   for (int i = 0; i < 2000 && s.service.n_sessions() > 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(5));
   EXPECT_EQ(s.service.n_sessions(), 0u);
   expect_error(c.Get("/v1/episodes/" + id), 404, "unknown_episode");
+}
+
+// A client that sends its request and then shuts its sending side (`nc -N`) still reads the answer.
+TEST(Http, HalfClosedClientsAreAnswered) {
+  Served s;
+  for (int i = 0; i < 20; ++i) {
+    RawConnection c(s.server.port());
+    ASSERT_TRUE(c.connected);
+    ASSERT_TRUE(c.send("GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"));
+    ::shutdown(c.fd, SHUT_WR);
+    std::string answer = c.read_all();
+    EXPECT_EQ(answer.rfind("HTTP/1.1 200", 0), 0u) << answer;
+    EXPECT_NE(answer.find(R"("status":"ok")"), std::string::npos) << answer;
+  }
+  // A POST with a body, half-closed after it.
+  RawConnection c(s.server.port());
+  std::string start = R"({"task": "test/0"})";
+  ASSERT_TRUE(c.send("POST /v1/episodes HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                     "Content-Length: " + std::to_string(start.size()) + "\r\n\r\n" + start));
+  ::shutdown(c.fd, SHUT_WR);
+  std::string answer = c.read_all();
+  EXPECT_EQ(answer.rfind("HTTP/1.1 201", 0), 0u) << answer.substr(0, 300);
+  EXPECT_NE(answer.find(R"("episode_id")"), std::string::npos) << answer.substr(0, 300);
+}
+
+// A client trickling its request a byte at a time is cut off at the deadline with a 408, which frees its worker:
+// with a single worker thread, another client is served soon after instead of waiting behind it.
+TEST(Http, ATricklingClientIsCutOffAtTheRequestDeadline) {
+  HttpOptions http = Served::small_http();
+  http.threads = 1;
+  http.request_timeout_s = 0.5;
+  Served s({}, http);
+  for (bool in_body : {false, true}) {
+    std::string trickled;
+    std::thread slow([&] {
+      RawConnection c(s.server.port());
+      std::string head = in_body ? "POST /v1/episodes HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                                   "Content-Length: 100\r\n\r\n"
+                                 : "GET /health HTTP/1.1\r\n";
+      if (!c.send(head)) return;
+      // Up to 20 s of one byte every 50 ms, unless the server hangs up first.
+      for (int i = 0; i < 400 && c.send(in_body ? " " : "X"); ++i) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        if (poll_readable(c.fd)) break;
+      }
+      trickled = c.read_all();
+    });
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));  // the trickler holds the only worker
+    auto began = std::chrono::steady_clock::now();
+    std::string answer = raw_exchange(s.server.port(), "GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n");
+    double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
+    slow.join();
+    EXPECT_EQ(answer.rfind("HTTP/1.1 200", 0), 0u) << answer;
+    EXPECT_LT(waited, 10.0) << "the second client waited behind the trickler";
+    EXPECT_EQ(trickled.rfind("HTTP/1.1 408", 0), 0u) << trickled;
+    EXPECT_NE(trickled.find(R"("code":"request_timeout")"), std::string::npos) << trickled;
+  }
+}
+
+// What the server's own request reader answers: Expect: 100-continue (one interim answer, then the real one),
+// pipelined requests, a chunked body (411), a head too large (431), a bad Content-Length (400).
+TEST(Http, TheRequestReaderHandlesContinuePipeliningAndBadHeads) {
+  Served s;
+  {
+    RawConnection c(s.server.port());
+    std::string start = R"({"task": "test/0"})";
+    ASSERT_TRUE(c.send("POST /v1/episodes HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                       "Expect: 100-continue\r\nConnection: close\r\nContent-Length: " +
+                       std::to_string(start.size()) + "\r\n\r\n"));
+    std::string interim = c.read_some(25);
+    EXPECT_EQ(interim, "HTTP/1.1 100 Continue\r\n\r\n");
+    ASSERT_TRUE(c.send(start));
+    std::string answer = c.read_all();
+    EXPECT_EQ(answer.rfind("HTTP/1.1 201", 0), 0u) << answer;
+    EXPECT_EQ(count_of(answer, "100 Continue"), 0u) << answer;
+  }
+  std::string two = raw_exchange(s.server.port(), "GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
+                                                  "GET /v1/info HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n");
+  EXPECT_EQ(count_of(two, "HTTP/1.1 200"), 2u) << two;
+  EXPECT_NE(two.find(R"("dataset")"), std::string::npos) << two;
+
+  std::string chunked = raw_exchange(s.server.port(), "POST /v1/episodes HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                                                      "Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
+                                                      "2\r\n{}\r\n0\r\n\r\n");
+  EXPECT_EQ(chunked.rfind("HTTP/1.1 411", 0), 0u) << chunked;
+  EXPECT_NE(chunked.find(R"("code":"length_required")"), std::string::npos) << chunked;
+
+  std::string huge = raw_exchange(s.server.port(), "GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Pad: " +
+                                                       std::string(70 * 1024, 'p') + "\r\n\r\n");
+  EXPECT_EQ(huge.rfind("HTTP/1.1 431", 0), 0u) << huge.substr(0, 200);
+
+  for (std::string length : {"12x", "-1", "", "99999999999999999999999"}) {
+    std::string bad = raw_exchange(s.server.port(), "POST /v1/episodes HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                                                    "Content-Type: application/json\r\nContent-Length: " + length + "\r\n\r\n{}");
+    EXPECT_EQ(bad.rfind("HTTP/1.1 400", 0), 0u) << length << ": " << bad;
+    EXPECT_NE(bad.find(R"("code":"bad_content_length")"), std::string::npos) << bad;
+  }
+  // The server is unharmed.
+  EXPECT_EQ(body(s.client().Get("/health"))["status"], "ok");
 }
 
 }  // namespace

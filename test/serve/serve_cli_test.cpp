@@ -9,7 +9,11 @@
 #include <httplib.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/mount.h>
 #include <sys/wait.h>
+#include <fcntl.h>
+#include <cerrno>
+#include <cstring>
 #include <unistd.h>
 
 #include <algorithm>
@@ -38,13 +42,16 @@ int run_binary(const std::string& args, std::string* output = nullptr, const std
 //! `pwab serve ...` in a child process; reads the URL from the first line of its stdout.
 class ServeProcess {
  public:
-  explicit ServeProcess(const std::vector<std::string>& args) {
+  //! `stderr_file`: where the server's log goes (empty = this process's stderr).
+  explicit ServeProcess(const std::vector<std::string>& args, const std::string& stderr_file = "") {
     int fds[2];
     if (pipe(fds) != 0) throw std::runtime_error("pipe");
     posix_spawn_file_actions_t actions;
     posix_spawn_file_actions_init(&actions);
     posix_spawn_file_actions_adddup2(&actions, fds[1], STDOUT_FILENO);
     posix_spawn_file_actions_addclose(&actions, fds[0]);
+    if (!stderr_file.empty())
+      posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, stderr_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     std::vector<std::string> all = {PWAB_BINARY, "serve"};
     all.insert(all.end(), args.begin(), args.end());
     std::vector<char*> argv;
@@ -199,6 +206,74 @@ TEST_F(ServeCli, KilledAmidConcurrentEpisodesLosesNothingAndCountsNothingTwice) 
   std::string table;
   ASSERT_EQ(run_binary("score " + out + "/multi --format json", &table), 0);
   EXPECT_EQ(Json::parse(table)["groups"]["overall"]["n_tasks"], 20) << table;
+}
+
+// A full disk under `pwab serve --out` (a 64 KiB tmpfs, mounted as root): the client whose episode could not be
+// recorded gets a 500 saying so, the server's log says it too, every line of the file is whole, and the (task,
+// trial) is free again: once there is room, it is played and recorded (issue 19).
+TEST_F(ServeCli, AFullDiskGivesTheClientAndTheLogAClearErrorAndNoTornLine) {
+  TempDir dir;
+  const std::filesystem::path disk = dir / "disk";
+  std::filesystem::create_directories(disk);
+  if (::mount("tmpfs", disk.c_str(), "tmpfs", 0, "size=64k") != 0)
+    GTEST_SKIP() << "cannot mount a tmpfs here (it needs root): " << std::strerror(errno);
+  struct Unmount {
+    std::string path;
+    ~Unmount() { ::umount2(path.c_str(), MNT_DETACH); }
+  } unmount{disk.string()};
+  const std::string out = (disk / "served").string();
+  const std::string log = (dir / "serve.log").string();
+  ServeProcess serve({"--data", data_, "--port", "0", "--embedder", "hashing", "--out", out}, log);
+  httplib::Client c(serve.url());
+  c.set_read_timeout(60, 0);
+  // Plays one single-turn search episode; returns the finishing step's answer.
+  auto play = [&](const Json& start) -> httplib::Result {
+    auto r = c.Post("/v1/episodes", start.dump(), "application/json");
+    EXPECT_TRUE(r && r->status == 201) << (r ? r->body : "no answer");
+    if (!r || r->status != 201) return r;
+    std::string id = Json::parse(r->body)["episode_id"];
+    return c.Post("/v1/episodes/" + id + "/step",
+                  R"({"name": "search_product_by_query", "arguments": {"query": "usb cable charger"}})", "application/json");
+  };
+  int recorded = 0;
+  Json failed_start;
+  std::string failure;
+  for (int i = 0; i < 300 && failed_start.is_null(); ++i) {
+    Json start = {{"task", "test/" + std::to_string(i % 10)}, {"trial", i / 10}};
+    auto r = play(start);
+    ASSERT_TRUE(r);
+    if (r->status == 200) {
+      ++recorded;
+      continue;
+    }
+    EXPECT_EQ(r->status, 500) << r->body;
+    failed_start = start;
+    failure = Json::parse(r->body)["error"]["message"];
+  }
+  ASSERT_FALSE(failed_start.is_null()) << "the disk never filled";
+  EXPECT_GT(recorded, 0);
+  EXPECT_NE(failure.find("No space left on device"), std::string::npos) << failure;
+  EXPECT_NE(failure.find("the record was not written"), std::string::npos) << failure;
+  const std::filesystem::path file = std::filesystem::path(out) / "single" / "results.jsonl";
+  std::string text = pwab::test::read_text(file);
+  EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), recorded);
+  EXPECT_TRUE(text.empty() || text.back() == '\n') << "a torn last line";
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);)
+    EXPECT_FALSE(Json::parse(line, nullptr, false).is_discarded()) << line.substr(0, 200);
+
+  // Room again: the (task, trial) that failed is played and recorded, after the others.
+  ASSERT_EQ(::mount("tmpfs", disk.c_str(), "tmpfs", MS_REMOUNT, "size=4m"), 0) << std::strerror(errno);
+  auto r = play(failed_start);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200) << r->body;
+  EXPECT_EQ(serve.stop(), 0);
+  text = pwab::test::read_text(file);
+  EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), recorded + 1);
+  std::string logged = pwab::test::read_text(log);
+  EXPECT_NE(logged.find("was not recorded"), std::string::npos) << logged;
+  EXPECT_NE(logged.find("No space left on device"), std::string::npos) << logged;
+  EXPECT_NE(logged.find(failed_start["task"].get<std::string>()), std::string::npos) << logged;
 }
 
 // Off loopback without a token the API would be open to every machine that
