@@ -17,6 +17,7 @@ packages=(
   build-essential cmake ninja-build pkg-config git python3
   clang libclang-rt-14-dev                          # libFuzzer target for the data loader
   libtorch-dev libopenblas0-openmp                  # SASRec, encoders, LLaMA (OpenBLAS: see docs/dependencies.md)
+  libgloo-dev                                       # c10d's Gloo headers: data-parallel PUMA training
   libxapian-dev libicu-dev libfasttext-dev
   nlohmann-json3-dev libsimdjson-dev
   libcpp-httplib-dev libcurl4-openssl-dev
@@ -24,6 +25,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   protobuf-compiler                                 # the vendored sentencepiece, built against system protobuf
   chromium                                          # headless browser test of `pwab report`'s page
+  slurm-wlm munge bc curl                           # the single-host Slurm cluster of test/slurm/ (scripts/slurm/)
 )
 parity_packages=(default-jdk-headless liblucene8-java)
 bench_packages=(python3-torch)                      # the PyTorch-eager anchor of the PUMA training benchmarks

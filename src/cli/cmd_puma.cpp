@@ -30,6 +30,7 @@ struct PumaArgs {
   std::string data, out, preset = "tiny", base_model, embedder = "fasttext", checkpoint, index_dir;
   std::string search_labels = "heuristic", device = "cpu", dtype = "float32", sft_mode, function_file, sft_weights;
   std::string reuse_from;
+  double dist_timeout_s = 300;
   int train_limit = 0, test_limit = 0, top_k = 10;
   std::optional<int> samples, sft_epochs, dpo_epochs, memory_tokens, memory_k, grad_accum, sft_batch, dpo_batch,
       max_length, dpo_max_length, dpo_max_prompt_length, lora_r, sample_limit, dpo_eval_tasks, max_new_tokens, vocab,
@@ -70,6 +71,7 @@ puma::PipelineOptions pipeline_options(const PumaArgs& a) {
     throw UsageError("--search-labels must be heuristic or llm, not '" + a.search_labels + "'");
   o.out = a.out;
   o.base_model = a.base_model;
+  o.dist_timeout_s = a.dist_timeout_s;
   o.seed = a.seed;
   o.sft.seed = o.dpo.seed = a.seed;
   o.model.device = a.device;
@@ -206,6 +208,11 @@ void run_puma(const PumaArgs& a, const std::string& until) {
   TerminalHooks terminal;
   puma::PipelineReport report = puma::run_training(config, models, terminal.hooks);
   if (report.cancelled) throw Error("interrupted; run the same command again to continue from the checkpoint");
+  if (report.rank > 0) {  // a data-parallel rank other than 0: it trained; rank 0 reports
+    std::cerr << fmt::format("pwab: rank {} of {} done; rank 0 writes the results to {}\n", report.rank, report.world,
+                             a.out);
+    return;
+  }
   print_report(report, a.out);
 }
 
@@ -307,6 +314,11 @@ void add_puma_options(CLI::App& cmd, PumaArgs& a) {
   cmd.add_option("--reuse-from", a.reuse_from, "Take over the steps this other pipeline directory finished with the "
                                                "same settings (hard links) instead of running them again");
   cmd.add_option("--seed", a.seed, "Seed of initialisation, data order and sampling")->capture_default_str();
+  cmd.add_option("--dist-timeout-s", a.dist_timeout_s,
+                 "Started as several processes (srun -n N, torchrun): the most seconds a rank waits for the others "
+                 "in one collective before it fails, naming the rank that stopped")
+      ->capture_default_str()
+      ->check(CLI::Range(1.0, 86400.0));
   add_llm_flags(cmd, a.llm);
 }
 

@@ -67,12 +67,12 @@ std::pair<torch::Tensor, torch::Tensor> labelled_logprobs(LlamaModelImpl& model,
   return {at.log_probs.gather(1, at.tokens.unsqueeze(-1)).squeeze(-1), at.rows};
 }
 
+}  // namespace
+
 int64_t label_count(const TokenBatch& batch) {
   const int64_t length = batch.input_ids.size(1);
   return length < 2 ? 0 : batch.loss_mask.narrow(1, 1, length - 1).sum().item<int64_t>();
 }
-
-}  // namespace
 
 torch::Tensor sequence_logprobs(LlamaModelImpl& model, const TokenBatch& batch) {
   auto sums = torch::zeros({batch.input_ids.size(0)}, torch::TensorOptions().device(model.device()));
@@ -183,6 +183,14 @@ bool GradientAccumulator::flush() {
 }
 
 bool GradientAccumulator::apply() {
+  if (options_.reduce_gradients) {
+    std::vector<torch::Tensor> grads;
+    for (auto& p : params_) {
+      if (!p.grad().defined()) p.mutable_grad() = torch::zeros_like(p);
+      grads.push_back(p.grad());
+    }
+    options_.reduce_gradients(grads);
+  }
   const bool finite = scaler_ ? scaler_->unscale(params_) : true;
   if (finite) {
     if (options_.max_grad_norm > 0)

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -50,6 +51,8 @@ LabelledPositions labelled_positions(LlamaModelImpl& model, const TokenBatch& ba
 torch::Tensor sequence_logprobs(LlamaModelImpl& model, const TokenBatch& batch);
 //! Mean next-token cross-entropy over all loss_mask positions of the batch (the SFT loss).
 torch::Tensor causal_lm_loss(LlamaModelImpl& model, const TokenBatch& batch);
+//! The positions causal_lm_loss() averages over: target tokens after the first position of their row.
+int64_t label_count(const TokenBatch& batch);
 //! The sigmoid DPO loss, mean over rows: −log σ(β · ((πc − ρc) − (πr − ρr))) from policy (π) and reference (ρ)
 //! log-probabilities of the chosen (c) and rejected (r) sequences.
 torch::Tensor dpo_loss(const torch::Tensor& policy_chosen, const torch::Tensor& policy_rejected,
@@ -98,6 +101,10 @@ class LossScaler {
 struct AccumulationOptions {
   int64_t accumulation_steps = 1;  //!< micro-batches per optimizer step
   double max_grad_norm = 1.0;      //!< clip the global gradient norm (transformers' default); 0 = no clipping
+  //! Data-parallel training: called with every parameter's gradient (zeros where a rank had none) before each
+  //! optimizer step, to sum them across ranks in place (ProcessGroup::all_reduce_sum, distributed.h). Clipping
+  //! and the step then see the same gradient on every rank.
+  std::function<void(std::vector<torch::Tensor>&)> reduce_gradients;
 };
 
 //! Gradient accumulation: backward() each micro-batch's loss divided by the number of steps; every

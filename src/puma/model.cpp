@@ -1,6 +1,7 @@
 // The one libtorch translation unit of the PUMA pipeline: loading, generation, SFT and DPO loops.
 #include "puma/model.h"
 
+#include <fmt/format.h>
 #include <torch/torch.h>
 
 #include <algorithm>
@@ -16,6 +17,7 @@
 #include "core/text.h"
 #include "core/torch_runtime.h"
 #include "llama/config.h"
+#include "llama/distributed.h"
 #include "llama/generate.h"
 #include "llama/lora.h"
 #include "llama/model.h"
@@ -299,7 +301,8 @@ Trainables make_trainables(llama::LlamaModel& model, const TrainOptions& o) {
 
 void finish_trainables(llama::LlamaModel& model, Trainables& t, const TrainOptions& o) {
   if (t.adapter) {
-    if (!o.adapter_dir.empty()) t.adapter->save(o.adapter_dir);
+    const bool lead = !o.group || o.group->rank() == 0;  // one writer of the adapter files
+    if (!o.adapter_dir.empty() && lead) t.adapter->save(o.adapter_dir);
     t.adapter->merge();
   }
   llama::set_base_trainable(*model, false);
@@ -337,6 +340,9 @@ struct MicroResult {
   torch::Tensor loss;
   int64_t tokens = 0;
   PreferenceStats prefs{};
+  //! How many items the loss is a mean over (SFT: labelled tokens; DPO: pairs). Data-parallel ranks weigh their
+  //! losses by it, so that their sum is the mean the whole micro-batch would give in one process.
+  double weight = 1;
 };
 using MicroLoss = std::function<MicroResult(const std::vector<std::size_t>& rows)>;
 // An evaluation point: the loss on the evaluation rows (all of them when `all`), and DPO statistics.
@@ -411,28 +417,43 @@ TrainReport train_loop(const std::string& phase, llama::LlamaModel& model, Train
   const int64_t warmup = static_cast<int64_t>(o.warmup_ratio * static_cast<double>(total_steps));
   Curve curve(work_dir / "curve.jsonl", phase == "dpo");
 
+  // Data-parallel (o.group): every rank runs this loop on the same schedule; rank 0 (the lead) alone writes.
+  llama::ProcessGroup* group = o.group;
+  const bool lead = !group || group->rank() == 0;
   torch::optim::AdamW optimizer(t.tensors, llama::hf_adamw_options(o.learning_rate));
   llama::AccumulationOptions ao;
   ao.accumulation_steps = o.accumulation_steps;
   ao.max_grad_norm = o.max_grad_norm;
+  if (group) ao.reduce_gradients = [group](std::vector<torch::Tensor>& grads) { group->all_reduce_sum(grads); };
   llama::GradientAccumulator acc(optimizer, t.tensors, ao);
   llama::TrainState state;
-  if (fs::exists(checkpoint)) {
+  const bool have_checkpoint = fs::exists(checkpoint);
+  if (group) {
+    // Every rank resumes from the same checkpoint (the work directory is shared) or none does.
+    const double seeing = group->all_reduce_sum({have_checkpoint ? 1.0 : 0.0})[0];
+    if (seeing != 0 && seeing != group->world())
+      throw Error(fmt::format("{}: {} of {} ranks see the checkpoint {}; data-parallel ranks need the work directory on "
+                              "a filesystem they all share",
+                              phase, seeing, group->world(), checkpoint.string()));
+  }
+  if (have_checkpoint) {
     state = llama::load_checkpoint(checkpoint, t.named, optimizer);
     acc.restore(state.micro_step, state.optimizer_step);
     report.resumed = true;
-    curve.resume_at(state.optimizer_step);
-  } else {
+    if (lead) curve.resume_at(state.optimizer_step);
+  } else if (lead) {
     curve.start_fresh();
   }
+  if (group) group->broadcast(t.tensors, 0);  // one starting point for every replica
   auto save = [&](int64_t epoch) {
     state.epoch = epoch;
     state.micro_step = acc.micro_steps();
     state.optimizer_step = acc.optimizer_steps();
-    llama::save_checkpoint(checkpoint, t.named, optimizer, state);
+    if (lead) llama::save_checkpoint(checkpoint, t.named, optimizer, state);
   };
   auto lr_now = [&] { return o.learning_rate * llama::linear_schedule(acc.optimizer_steps(), warmup, total_steps); };
   auto eval_point = [&](int64_t epoch, bool all) {
+    if (!lead) return EvalResult{};  // the lead evaluates; the others go on to the next collective
     EvalResult e = evaluate(all);
     if (e.loss < 0 && !e.have_prefs) return e;
     curve.add({{"step", acc.optimizer_steps()}, {"epoch", epoch}, {"kind", "eval"}, {"loss", e.loss}},
@@ -447,7 +468,14 @@ TrainReport train_loop(const std::string& phase, llama::LlamaModel& model, Train
   Window window, log_window;
   double epoch_loss = 0;
   int64_t epoch_n = 0;
+  auto comm_report = [&] {
+    if (!group) return;
+    report.world = group->world();
+    report.comm_seconds = group->stats().seconds;
+    report.bytes_all_reduced = group->stats().bytes_all_reduced;
+  };
   auto stop = [&](int64_t epoch) {
+    comm_report();
     report.seconds = std::chrono::duration<double>(Clock::now() - start).count();
     report.tokens_per_s = static_cast<double>(report.tokens) / std::max(1e-9, report.seconds);
     save(epoch);
@@ -461,20 +489,48 @@ TrainReport train_loop(const std::string& phase, llama::LlamaModel& model, Train
     epoch_loss = 0;
     epoch_n = 0;
     for (int64_t m = std::max<int64_t>(0, done_in_epoch); m < per_epoch_micro; ++m) {
-      if (o.cancel && o.cancel->load()) return stop(epoch);
+      if (!group && o.cancel && o.cancel->load()) return stop(epoch);
       std::vector<std::size_t> rows;
       for (int64_t k = m * o.batch_size; k < std::min<int64_t>((m + 1) * o.batch_size, static_cast<int64_t>(n_rows)); ++k)
         rows.push_back(order[static_cast<std::size_t>(k)]);
       llama::set_learning_rate(optimizer, lr_now());
-      MicroResult r = micro_loss(rows);
-      const double value = r.loss.item<double>();
+      MicroResult r;
+      double value = 0;
+      if (!group) {
+        r = micro_loss(rows);
+        value = r.loss.item<double>();
+      } else {
+        // This rank's share: every world-th row of the micro-batch. The ranks' losses are weighed so that the
+        // summed gradient is the one of the whole micro-batch's mean loss.
+        std::vector<std::size_t> mine;
+        for (std::size_t k = static_cast<std::size_t>(group->rank()); k < rows.size(); k += group->world())
+          mine.push_back(rows[k]);
+        if (mine.empty()) {
+          r.loss = torch::zeros({}, torch::TensorOptions().requires_grad(true));
+          r.weight = 0;
+        } else {
+          r = micro_loss(mine);
+        }
+        const double w = r.weight, local = r.loss.item<double>();
+        const bool cancelling = o.cancel && o.cancel->load();
+        std::vector<double> sums = group->all_reduce_sum(
+            {local * w, w, static_cast<double>(r.tokens), r.prefs.margin * w, r.prefs.accuracy * w,
+             r.prefs.chosen_reward * w, r.prefs.rejected_reward * w, cancelling ? 1.0 : 0.0});
+        if (sums[7] > 0) return stop(epoch);  // a rank was asked to stop: all stop at the same step
+        const double total = sums[1];
+        r.loss = r.loss * (total > 0 ? w / total : 0.0);
+        value = total > 0 ? sums[0] / total : 0;
+        r.tokens = static_cast<int64_t>(sums[2]);
+        if (total > 0)
+          r.prefs = {0, sums[3] / total, sums[4] / total, sums[5] / total, sums[6] / total, 0};
+      }
       const bool stepped = acc.backward(r.loss) || (m + 1 == per_epoch_micro && acc.flush());
       window.add(value, r), log_window.add(value, r);
       epoch_loss += value, ++epoch_n;
       report.tokens += r.tokens;
       if (!stepped) continue;
       const int64_t step = acc.optimizer_steps();
-      if (o.log_every > 0 && step % o.log_every == 0) {
+      if (lead && o.log_every > 0 && step % o.log_every == 0) {
         const double secs = std::chrono::duration<double>(Clock::now() - start).count();
         PreferenceStats p = log_window.prefs();
         curve.add({{"step", step}, {"epoch", epoch}, {"kind", "train"}, {"loss", log_window.mean_loss()},
@@ -487,7 +543,7 @@ TrainReport train_loop(const std::string& phase, llama::LlamaModel& model, Train
       if (o.checkpoint_every > 0 && step % o.checkpoint_every == 0) save(epoch);
       if (o.stop_after_steps > 0 && step >= o.stop_after_steps) return stop(epoch);
       auto now = Clock::now();
-      if (o.on_progress && std::chrono::duration<double>(now - last_report).count() > 0.5) {
+      if (lead && o.on_progress && std::chrono::duration<double>(now - last_report).count() > 0.5) {
         double secs = std::chrono::duration<double>(now - last_report).count();
         o.on_progress({phase, step, total_steps, epoch, window.mean_loss(),
                        static_cast<double>(window.tokens) / std::max(1e-9, secs), lr_now()});
@@ -497,6 +553,7 @@ TrainReport train_loop(const std::string& phase, llama::LlamaModel& model, Train
     }
     save(epoch + 1);
   }
+  comm_report();
   report.steps = acc.optimizer_steps();
   report.train_loss = epoch_n ? epoch_loss / static_cast<double>(epoch_n) : 0;
   report.seconds = std::chrono::duration<double>(Clock::now() - start).count();
@@ -551,7 +608,9 @@ TrainReport PumaModel::sft(const std::vector<TrainPair>& train, const std::vecto
     std::vector<llama::SequencePair> chunk;
     for (std::size_t i : idx) chunk.push_back(rows[i]);
     llama::TokenBatch b = impl_->batch(chunk, options.max_length);
-    return MicroResult{llama::causal_lm_loss(*impl_->model, b), b.attention_mask.sum().item<int64_t>()};
+    MicroResult r{llama::causal_lm_loss(*impl_->model, b), b.attention_mask.sum().item<int64_t>()};
+    r.weight = static_cast<double>(llama::label_count(b));
+    return r;
   };
   Evaluate evaluate = [&](bool all) {
     EvalResult e;
@@ -658,7 +717,8 @@ TrainReport PumaModel::dpo(const std::vector<PreferenceExample>& pairs, const st
       ref_c.push_back(lp[0].item<double>());
       ref_r.push_back(lp[1].item<double>());
     }
-    write_file_atomic(ref_file, nlohmann::json{{"key", key}, {"chosen", ref_c}, {"rejected", ref_r}}.dump());
+    if (!options.group || options.group->rank() == 0)  // every rank computes them; one writes them
+      write_file_atomic(ref_file, nlohmann::json{{"key", key}, {"chosen", ref_c}, {"rejected", ref_r}}.dump());
   }
   // The reference model for the evaluation points (KL needs whole distributions, not cached sums). With LoRA the
   // reference is this model with the adapter switched off; with all weights trained, a frozen copy. A resumed run
@@ -684,6 +744,7 @@ TrainReport PumaModel::dpo(const std::vector<PreferenceExample>& pairs, const st
       loss = loss + options.rpo_alpha * (-(pc / chosen_tokens).mean());
     }
     MicroResult r{loss, b.attention_mask.sum().item<int64_t>()};
+    r.weight = static_cast<double>(n);  // a mean over pairs
     torch::NoGradGuard no_grad;
     auto dc = (pc - ref_chosen).detach(), dr = (pr - ref_rejected).detach();
     auto margin = dc - dr;

@@ -15,6 +15,10 @@
 #include "llm/chat.h"
 #include "tok/tokenizer.h"
 
+namespace pwab::llama {
+class ProcessGroup;
+}  // namespace pwab::llama
+
 namespace pwab::puma {
 
 struct ModelOptions {
@@ -105,6 +109,11 @@ struct TrainOptions {
   const std::atomic<bool>* cancel = nullptr;  //!< when set: checkpoint and stop (resumable)
   //! Stop (checkpointed, reported as cancelled) once this many optimizer steps are done: time-boxed runs; 0 = off.
   int64_t stop_after_steps = 0;
+  //! Data-parallel training (llama/distributed.h): every rank of the group calls sft()/dpo() with the same data
+  //! and options, takes its share of the rows of every micro-batch, and the gradients are summed before each step,
+  //! so N ranks train as one process would on the same batches. Rank 0 alone writes checkpoints, the curve and
+  //! the adapter, and evaluates. Null = one process.
+  llama::ProcessGroup* group = nullptr;
 };
 
 //! DPO's view of a set of preference pairs under the policy and the frozen reference.
@@ -130,6 +139,9 @@ struct TrainReport {
   bool cancelled = false;
   bool resumed = false;   //!< continued from a checkpoint
   int64_t truncated_rows = 0;  //!< rows cut to max_length (SFT) or whose prompt was cut (DPO)
+  int world = 1;                 //!< ranks that trained (tokens and tokens_per_s count all of them)
+  double comm_seconds = 0;       //!< data-parallel: this rank's time in collectives
+  int64_t bytes_all_reduced = 0; //!< data-parallel: gradient bytes this rank all-reduced
 };
 
 struct GenerateConfig {

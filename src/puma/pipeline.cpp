@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <nlohmann/json.hpp>
 #include <set>
 
@@ -15,6 +16,7 @@
 #include "core/rng.h"
 #include "core/sys.h"
 #include "core/text.h"
+#include "llama/distributed.h"
 #include "env/tools.h"
 #include "runner/results.h"
 
@@ -258,8 +260,19 @@ struct PipelineRun {
   const fs::path data_dir, sft_dir, dpo_dir;
   TrainOptions sft_options, dpo_options;  // the options with the context's progress and cancel
   std::string settings;
+  //! Data-parallel: this process's group (null for one process). Rank 0 runs every step; the others join the
+  //! training steps only, when rank 0 announces that it trains (tell_followers).
+  llama::ProcessGroup* group = nullptr;
+  std::set<std::string> told;  // the training steps announced so far
   bool cancelled() const { return ctx.cancel && ctx.cancel->load(); }
 };
+
+// Data-parallel: rank 0 tells the other ranks whether a training step trains (they then join it) or not.
+void tell_followers(PipelineRun& run, const std::string& step, bool train) {
+  if (!run.group || run.told.count(step)) return;
+  run.group->announce(step, train ? "train" : "skip");
+  run.told.insert(step);
+}
 
 // tokenizer: the from-scratch vocabulary from the dataset's text.
 void tokenizer_step(PipelineRun& run) {
@@ -342,7 +355,11 @@ std::pair<std::vector<TrainPair>, std::vector<TrainPair>> sft_pairs(const Pipeli
 json train_report_json(const TrainReport& r) {
   json j = {{"steps", r.steps},       {"train_loss", r.train_loss}, {"eval_loss", r.eval_loss},
             {"seconds", r.seconds},   {"resumed", r.resumed},       {"tokens", r.tokens},
-            {"tokens_per_s", r.tokens_per_s}, {"truncated_rows", r.truncated_rows}};
+            {"tokens_per_s", r.tokens_per_s}, {"truncated_rows", r.truncated_rows}, {"ranks", r.world}};
+  if (r.world > 1) {
+    j["comm_seconds"] = r.comm_seconds;
+    j["bytes_all_reduced"] = r.bytes_all_reduced;
+  }
   if (r.have_eval_preferences) {
     const PreferenceStats& p = r.eval_preferences;
     j["eval"] = {{"loss", p.loss},       {"margin", p.margin},           {"accuracy", p.accuracy},
@@ -358,7 +375,7 @@ void sft_step(PipelineRun& run) {
                 {"weights", to_string(o.sft_weights)}, {"mode", std::string(to_string(o.sft_mode))}};
   if (run.tiny) extra["shape"] = shape_json(o.shape);
   run.settings += train_json(o.sft).dump() + extra.dump();
-  if (run.steps.skip("sft", run.sft_dir, run.settings)) return;
+  if (run.steps.skip("sft", run.sft_dir, run.settings)) return tell_followers(run, "sft", false);
   auto [train, eval] = sft_pairs(run);
   auto model = open_or_create(run.base, o, run.tiny);
   run.steps.log("sft: " + model->describe() + ", " + std::to_string(train.size()) + " pairs" +
@@ -369,6 +386,7 @@ void sft_step(PipelineRun& run) {
     opts.adapter_base_model = run.base.string();
   }
   claim_work_dir(run.sft_dir / "work", run.settings);
+  tell_followers(run, "sft", o.sft.epochs > 0);
   TrainReport r = model->sft(train, eval, run.sft_dir / "work", opts);
   if (r.cancelled) {
     run.report.cancelled = true;
@@ -376,8 +394,10 @@ void sft_step(PipelineRun& run) {
   }
   model->save(run.sft_dir / "model");
   write_json(run.sft_dir / "train.json", train_report_json(r));
-  run.steps.log(fmt::format("sft: {} steps, train loss {:.4f}, eval loss {:.4f}, {:.1f} s, {:.0f} tokens/s", r.steps,
-                            r.train_loss, r.eval_loss, r.seconds, r.tokens_per_s));
+  run.steps.log(fmt::format("sft: {} steps, train loss {:.4f}, eval loss {:.4f}, {:.1f} s, {:.0f} tokens/s{}", r.steps,
+                            r.train_loss, r.eval_loss, r.seconds, r.tokens_per_s,
+                            r.world > 1 ? fmt::format(" on {} ranks ({:.1f} s in collectives)", r.world, r.comm_seconds)
+                                        : ""));
   run.steps.mark("sft", run.sft_dir, run.settings);
 }
 
@@ -661,11 +681,12 @@ std::vector<PreferenceExample> read_preference_pairs(const fs::path& file) {
 // dpo: DPO from the SFT model on the preference pairs; with no pair (or 0 epochs) the DPO model is the SFT model.
 void dpo_step(PipelineRun& run) {
   run.settings += train_json(run.o.dpo).dump();
-  if (run.steps.skip("dpo", run.dpo_dir, run.settings)) return;
+  if (run.steps.skip("dpo", run.dpo_dir, run.settings)) return tell_followers(run, "dpo", false);
   std::vector<PreferenceExample> pairs = read_preference_pairs(run.dpo_dir / "score" / "pairs.jsonl");
   std::vector<PreferenceExample> eval = read_preference_pairs(run.dpo_dir / "score" / "pairs_test.jsonl");
   auto model = PumaModel::open(run.sft_dir / "model", {}, run.o.model);
   if (pairs.empty() || run.o.dpo.epochs == 0) {
+    tell_followers(run, "dpo", false);
     run.steps.log(pairs.empty() ? "dpo: no preference pairs (every task's candidates tied); the DPO model is the SFT model"
                                 : "dpo: 0 epochs (no DPO); the DPO model is the SFT model");
     write_json(run.dpo_dir / "train.json", {{"steps", 0}, {"pairs", pairs.size()}});
@@ -677,6 +698,7 @@ void dpo_step(PipelineRun& run) {
     }
     run.steps.log(fmt::format("dpo: {} pairs, {} evaluation pairs", pairs.size(), eval.size()));
     claim_work_dir(run.dpo_dir / "work", run.settings);
+    tell_followers(run, "dpo", true);
     TrainReport r = model->dpo(pairs, eval, run.dpo_dir / "work", opts);
     if (r.cancelled) {
       run.report.cancelled = true;
@@ -810,6 +832,34 @@ const std::vector<std::string>& pipeline_steps() {
   return names;
 }
 
+// The training steps as a rank other than 0 takes part in them: the same inputs and model as rank 0 builds (read
+// from the pipeline directory rank 0 wrote), trained together; rank 0 writes every result.
+void follow_sft(PipelineRun& run) {
+  auto [train, eval] = sft_pairs(run);
+  auto model = open_or_create(run.base, run.o, run.tiny);
+  model->sft(train, eval, run.sft_dir / "work", run.sft_options);
+}
+
+void follow_dpo(PipelineRun& run) {
+  std::vector<PreferenceExample> pairs = read_preference_pairs(run.dpo_dir / "score" / "pairs.jsonl");
+  std::vector<PreferenceExample> eval = read_preference_pairs(run.dpo_dir / "score" / "pairs_test.jsonl");
+  auto model = PumaModel::open(run.sft_dir / "model", {}, run.o.model);
+  model->dpo(pairs, eval, run.dpo_dir / "work", run.dpo_options);
+}
+
+PipelineReport follow_pipeline(PipelineRun& run, PipelineReport& report, const std::string& until) {
+  for (const PipelineStep& step : kSteps) {
+    const std::string name = step.name;
+    if (name == "sft" || name == "dpo") {
+      const bool train = run.group->wait_for(name) == "train";
+      run.steps.log(fmt::format("rank {}: {} {}", run.group->rank(), name, train ? "starts" : "is not trained now"));
+      if (train) (name == "sft" ? follow_sft : follow_dpo)(run);
+    }
+    if (name == until) break;
+  }
+  return report;
+}
+
 PipelineReport run_pipeline(const PipelineContext& ctx, const PipelineOptions& o, const std::string& until) {
   if (!ctx.ds || !ctx.embedder || !ctx.env) throw UsageError("run_pipeline: dataset, embedder and environment needed");
   const auto& steps = pipeline_steps();
@@ -820,12 +870,33 @@ PipelineReport run_pipeline(const PipelineContext& ctx, const PipelineOptions& o
   if (o.samples < 1) throw UsageError("samples must be at least 1");
   PipelineReport report;
   PipelineRun run(ctx, o, report);
+  // Started as several processes (torchrun, srun): join the group; rank 0 runs the pipeline, the others train.
+  std::unique_ptr<llama::ProcessGroup> group;
+  if (llama::DistEnv env = llama::dist_env_from_environment(); env.world > 1) {
+    // The ranks on a host share its cores (OMP_NUM_THREADS, when set, is the user's choice and wins): read by
+    // the models when they load.
+    if (!std::getenv("OMP_NUM_THREADS")) ::setenv("OMP_NUM_THREADS", std::to_string(env.threads).c_str(), 1);
+    const auto timeout = std::chrono::milliseconds(static_cast<int64_t>(o.dist_timeout_s * 1000));
+    group = std::make_unique<llama::ProcessGroup>(env, timeout, o.model.device);
+    run.group = run.sft_options.group = run.dpo_options.group = group.get();
+    report.rank = env.rank;
+    report.world = env.world;
+    run.steps.log(fmt::format("rank {} of {} ({}, {}), rendezvous at {}:{}, {} threads", env.rank, env.world,
+                              env.launcher, group->backend(), env.master_addr, env.master_port,
+                              std::getenv("OMP_NUM_THREADS")));
+    if (env.rank != 0) {
+      run.sft_options.on_progress = run.dpo_options.on_progress = nullptr;
+      return follow_pipeline(run, report, until);
+    }
+  }
   fs::create_directories(o.out);
   write_json(o.out / "options.json", options_json(o, ctx));
   for (const PipelineStep& step : kSteps) {
     step.run(run);
     if (report.cancelled || step.name == until) break;  // cancelled: the same command resumes
   }
+  // The training steps not reached are not trained now: the other ranks may stop waiting for them.
+  for (const char* step : {"sft", "dpo"}) tell_followers(run, step, false);
   write_pipeline_report(o.out);
   return report;
 }

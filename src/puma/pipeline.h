@@ -80,6 +80,10 @@ struct PipelineOptions {
   //! Steps done with the same settings in this other pipeline directory are taken over (hard links) instead of
   //! run again: the ablation's variants reuse the full run's tokenizer, data and models.
   std::filesystem::path reuse_from;
+  //! Data-parallel training (docs/puma.md, "Several processes"): when the launcher (torchrun, srun) starts N > 1
+  //! processes, each collective waits at most this long for the other ranks before failing. Not a setting of the
+  //! result, so not in any step's `.done`.
+  double dist_timeout_s = 300;
 
   //! A small model trained from scratch (hidden 64, 2 layers): short memory, a few epochs, no LoRA. Runs in
   //! minutes; learns the functions, not yet the parameters.
@@ -126,6 +130,8 @@ struct CandidateStats {
 
 //! The outcome of the evaluation steps.
 struct PipelineReport {
+  //! Data-parallel: this process's rank (0 runs the pipeline and reports; the others only trained) and the world.
+  int rank = 0, world = 1;
   FastTestResult sft;
   FastTestResult dpo;
   bool have_sft = false, have_dpo = false;

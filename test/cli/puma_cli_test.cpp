@@ -6,8 +6,17 @@
 
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <thread>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include "support/test_support.h"
+
+#include <fmt/format.h>
 
 namespace {
 
@@ -27,6 +36,73 @@ int run_binary(const std::string& args, std::string* errors = nullptr) {
 bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
 Json read_json(const fs::path& file) { return Json::parse(pwab::test::read_text(file)); }
+
+//! A port nobody listens on now.
+int free_port() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+  socklen_t len = sizeof addr;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  ::close(fd);
+  return ntohs(addr.sin_port);
+}
+
+//! Waits up to `seconds` for `ready`.
+template <class Ready>
+bool wait_until(double seconds, Ready ready) {
+  for (int i = 0; i < seconds * 20; ++i) {
+    if (ready()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return ready();
+}
+
+// Data-parallel SFT as two processes, started the way torchrun starts them (RANK, WORLD_SIZE, MASTER_PORT): both
+// train; rank 1 killed mid-run makes rank 0 exit soon with an error naming it instead of hanging; the same command
+// as one process then resumes from rank 0's checkpoint (issue 20).
+TEST(PumaCli, TwoRanksTrainAndARankKilledMidRunStopsTheOtherThenTheRunResumes) {
+  TempDir dir;
+  const std::string data = (dir / "mini").string(), out = (dir / "puma").string();
+  ASSERT_EQ(run_binary("data synth --out " + data + " --scale mini --seed 5"), 0);
+  ASSERT_EQ(run_binary("rec train " + data + " --epochs 2 --eval-every 0"), 0);
+  const std::string common =
+      " --data " + data + " --out " + out + " --train-limit 20 --embedder hashing --sft-epochs 3 --dist-timeout-s 60";
+  std::string log;
+  ASSERT_EQ(run_binary("puma prepare" + common, &log), 0) << log;
+  const int port = free_port();
+  auto rank = [&](int r) {  // "RANK=r ... exec pwab puma sft ...": the shell becomes pwab
+    return fmt::format("RANK={} WORLD_SIZE=2 MASTER_PORT={} exec {} puma sft{} > {} 2>&1", r, port, PWAB_BINARY,
+                       common, (dir / ("rank" + std::to_string(r) + ".log")).string());
+  };
+  // Rank 0 in the background with its exit status in a file; rank 1 exec'd, so that its pid is pwab's own.
+  ASSERT_EQ(std::system(("(sh -c '" + rank(0) + "'; echo $? > " + (dir / "rank0.rc").string() + ") &").c_str()), 0);
+  ASSERT_EQ(std::system(("sh -c '" + rank(1) + "' & echo $! > " + (dir / "rank1.pid").string()).c_str()), 0);
+  ASSERT_TRUE(wait_until(10, [&] { return fs::exists(dir / "rank1.pid"); }));
+  const pid_t rank1 = std::stoi(pwab::test::read_text(dir / "rank1.pid"));
+  // Once rank 0 has checkpointed the first epoch, kill rank 1.
+  const fs::path checkpoint = fs::path(out) / "sft" / "work" / "checkpoint.pt";
+  ASSERT_TRUE(wait_until(300, [&] { return fs::exists(checkpoint) || fs::exists(dir / "rank0.rc"); }))
+      << pwab::test::read_text(dir / "rank0.log");
+  ASSERT_FALSE(fs::exists(dir / "rank0.rc")) << pwab::test::read_text(dir / "rank0.log");
+  ASSERT_EQ(::kill(rank1, SIGKILL), 0);
+  const auto killed = std::chrono::steady_clock::now();
+  ASSERT_TRUE(wait_until(120, [&] { return fs::exists(dir / "rank0.rc") && !pwab::test::read_text(dir / "rank0.rc").empty(); }))
+      << "rank 0 still runs after rank 1 was killed";
+  EXPECT_LT(std::chrono::steady_clock::now() - killed, std::chrono::seconds(60));  // within the collective timeout
+  EXPECT_NE(std::stoi(pwab::test::read_text(dir / "rank0.rc")), 0);
+  const std::string rank0_log = pwab::test::read_text(dir / "rank0.log");
+  EXPECT_TRUE(has(rank0_log, "rank 1 stopped or stopped answering")) << rank0_log;
+  EXPECT_TRUE(has(pwab::test::read_text(dir / "rank1.log"), "rank 1 of 2 (torchrun, gloo)"));
+
+  // The same command as one process continues from the checkpoint rank 0 wrote.
+  ASSERT_EQ(run_binary("puma sft" + common, &log), 0) << log;
+  Json trained = read_json(fs::path(out) / "sft" / "train.json");
+  EXPECT_TRUE(trained["resumed"].get<bool>()) << trained.dump();
+  EXPECT_EQ(trained["ranks"], 1);
+}
 
 TEST(PumaCli, TinyPipelineEndToEndResumableThenServesTheAgent) {
   TempDir dir;

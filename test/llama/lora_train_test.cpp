@@ -316,7 +316,10 @@ TEST(Train, LoraTrainingReducesTheLossAndLeavesTheBaseAlone) {
   config.alpha = 8;
   auto adapter = LoraAdapter::attach(model, config);
   torch::optim::AdamW optimizer(adapter->parameters(), hf_adamw_options(1e-2));
-  GradientAccumulator acc(optimizer, adapter->parameters(), {2, 1.0});
+  AccumulationOptions accumulation;
+  accumulation.accumulation_steps = 2;
+  accumulation.max_grad_norm = 1.0;
+  GradientAccumulator acc(optimizer, adapter->parameters(), accumulation);
   auto data = tiny_task();
   auto first = make_batch({data[0], data[1]}, 0), second = make_batch({data[2], data[3]}, 0);
   auto full = make_batch(data, 0);

@@ -5,8 +5,15 @@
 
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <thread>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include "core/error.h"
+#include "llama/distributed.h"
 #include "puma/model.h"
 #include "support/test_support.h"
 
@@ -100,6 +107,101 @@ TEST(PumaTrain, DpoPrefersTheChosenAnswersAndCachesTheReference) {
   EXPECT_TRUE(fs::exists(dir / "dpo" / "reference_logprobs.json"));
   EXPECT_GT(model->loss(rejected, 64) - model->loss(chosen, 64), margin_before + 0.1);
   EXPECT_THROW(model->dpo({}, {}, dir / "dpo2", o), UsageError);
+}
+
+//! A port nobody listens on now.
+int free_port() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+  socklen_t len = sizeof addr;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  ::close(fd);
+  return ntohs(addr.sin_port);
+}
+
+//! Runs `body(rank, group)` for two ranks at once, each a thread with its own Gloo group on loopback.
+template <class Body>
+void on_two_ranks(Body body) {
+  const int port = free_port();
+  std::string errors[2];
+  std::vector<std::thread> threads;
+  for (int r = 0; r < 2; ++r)
+    threads.emplace_back([&, r] {
+      try {
+        llama::DistEnv env;
+        env.rank = r;
+        env.world = 2;
+        env.master_port = port;
+        llama::ProcessGroup group(env, std::chrono::seconds(120));
+        body(r, group);
+      } catch (const std::exception& e) {
+        errors[r] = e.what();
+      }
+    });
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(errors[0], "");
+  EXPECT_EQ(errors[1], "");
+}
+
+void expect_same_model(PumaModel& a, PumaModel& b, double tolerance) {
+  std::vector<double> la = a.target_logprobs(pairs()), lb = b.target_logprobs(pairs());
+  ASSERT_EQ(la.size(), lb.size());
+  for (std::size_t i = 0; i < la.size(); ++i) EXPECT_NEAR(la[i], lb[i], tolerance) << "pair " << i;
+}
+
+// Data-parallel training (llama/distributed.h): two ranks, each with its own model, taking every other row of each
+// micro-batch, end with the weights one process gets from the whole micro-batches: SFT with every weight trained,
+// then DPO through a LoRA adapter, which rank 0 alone writes.
+TEST(PumaTrain, TwoRanksTrainTheWeightsOfOneProcess) {
+  pwab::test::TempDir dir;
+  fs::path tok = vocabulary(dir.path());
+  TrainOptions o = options();
+  o.epochs = 2;
+  o.batch_size = 4;
+  o.accumulation_steps = 2;
+  auto one = PumaModel::create_tiny(tok);
+  TrainReport single = one->sft(pairs(), {}, dir / "one", o);
+  std::unique_ptr<PumaModel> replicas[2] = {PumaModel::create_tiny(tok), PumaModel::create_tiny(tok)};
+  TrainReport reports[2];
+  on_two_ranks([&](int r, llama::ProcessGroup& group) {
+    TrainOptions mine = o;
+    mine.group = &group;
+    reports[r] = replicas[r]->sft(pairs(), {}, dir / "two", mine);
+  });
+  for (const TrainReport& r : reports) {
+    EXPECT_EQ(r.steps, single.steps);
+    EXPECT_EQ(r.world, 2);
+    EXPECT_EQ(r.tokens, single.tokens);  // every rank reports the whole batches' tokens
+    EXPECT_NEAR(r.train_loss, single.train_loss, 1e-4 * std::abs(single.train_loss));
+    EXPECT_GT(r.bytes_all_reduced, 0);
+  }
+  expect_same_model(*replicas[0], *replicas[1], 1e-6);  // the replicas never diverge
+  expect_same_model(*one, *replicas[0], 1e-4);           // and train as one process does, to float tolerance
+  EXPECT_TRUE(fs::exists(dir / "two" / "checkpoint.pt"));
+
+  // DPO through a LoRA adapter, from the models SFT left.
+  std::vector<PreferenceExample> prefs;
+  for (const TrainPair& p : pairs()) prefs.push_back({p.prompt, kTools[2], kTools[0]});
+  TrainOptions d = options();
+  d.epochs = 1;
+  d.learning_rate = 1e-3;
+  d.batch_size = 4;
+  d.lora = true;
+  d.lora_r = 4;
+  d.adapter_dir = dir / "adapter-one";
+  one->dpo(prefs, {}, dir / "dpo-one", d);
+  on_two_ranks([&](int r, llama::ProcessGroup& group) {
+    TrainOptions mine = d;
+    mine.group = &group;
+    mine.adapter_dir = dir / "adapter-two";
+    replicas[r]->dpo(prefs, {}, dir / "dpo-two", mine);
+  });
+  expect_same_model(*replicas[0], *replicas[1], 1e-6);
+  expect_same_model(*one, *replicas[0], 1e-4);
+  EXPECT_TRUE(fs::exists(dir / "adapter-two" / "adapter_model.safetensors"));
 }
 
 // The steps of curve.jsonl of one kind, in file order.
