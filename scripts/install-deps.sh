@@ -15,6 +15,7 @@ set -euo pipefail
 
 packages=(
   build-essential cmake ninja-build pkg-config git python3
+  python3-pip python3-setuptools python3-wheel       # `pip install ./python`, offline (the Python package's test)
   clang libclang-rt-14-dev                          # libFuzzer target for the data loader
   libtorch-dev libopenblas0-openmp                  # SASRec, encoders, LLaMA (OpenBLAS: see docs/dependencies.md)
   libgloo-dev                                       # c10d's Gloo headers: data-parallel PUMA training
