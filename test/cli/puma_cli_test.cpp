@@ -8,10 +8,7 @@
 #include <sstream>
 #include <thread>
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <signal.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include "support/test_support.h"
@@ -37,19 +34,6 @@ bool has(const std::string& text, const std::string& part) { return text.find(pa
 
 Json read_json(const fs::path& file) { return Json::parse(pwab::test::read_text(file)); }
 
-//! A port nobody listens on now.
-int free_port() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
-  socklen_t len = sizeof addr;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  ::close(fd);
-  return ntohs(addr.sin_port);
-}
-
 //! Waits up to `seconds` for `ready`.
 template <class Ready>
 bool wait_until(double seconds, Ready ready) {
@@ -72,7 +56,7 @@ TEST(PumaCli, TwoRanksTrainAndARankKilledMidRunStopsTheOtherThenTheRunResumes) {
       " --data " + data + " --out " + out + " --train-limit 20 --embedder hashing --sft-epochs 3 --dist-timeout-s 60";
   std::string log;
   ASSERT_EQ(run_binary("puma prepare" + common, &log), 0) << log;
-  const int port = free_port();
+  const int port = pwab::test::free_port();
   auto rank = [&](int r) {  // "RANK=r ... exec pwab puma sft ...": the shell becomes pwab
     return fmt::format("RANK={} WORLD_SIZE=2 MASTER_PORT={} exec {} puma sft{} > {} 2>&1", r, port, PWAB_BINARY,
                        common, (dir / ("rank" + std::to_string(r) + ".log")).string());

@@ -3,34 +3,19 @@
 // named in the error of the others instead of a hang.
 #include "llama/distributed.h"
 
-#include <arpa/inet.h>
 #include <gtest/gtest.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include <map>
 #include <thread>
 
 #include "core/error.h"
+#include "support/test_support.h"
 
 namespace pwab::llama {
 namespace {
 
 using namespace std::chrono_literals;
-
-//! A port nobody listens on now (the kernel's choice for a socket bound to port 0).
-int free_port() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
-  socklen_t len = sizeof addr;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  ::close(fd);
-  return ntohs(addr.sin_port);
-}
+using pwab::test::free_port;
 
 DistEnv rank_env(int rank, int world, int port) {
   DistEnv env;

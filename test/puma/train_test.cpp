@@ -7,10 +7,6 @@
 #include <sstream>
 #include <thread>
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include "core/error.h"
 #include "llama/distributed.h"
@@ -109,23 +105,10 @@ TEST(PumaTrain, DpoPrefersTheChosenAnswersAndCachesTheReference) {
   EXPECT_THROW(model->dpo({}, {}, dir / "dpo2", o), UsageError);
 }
 
-//! A port nobody listens on now.
-int free_port() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
-  socklen_t len = sizeof addr;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  ::close(fd);
-  return ntohs(addr.sin_port);
-}
-
 //! Runs `body(rank, group)` for two ranks at once, each a thread with its own Gloo group on loopback.
 template <class Body>
 void on_two_ranks(Body body) {
-  const int port = free_port();
+  const int port = pwab::test::free_port();
   std::string errors[2];
   std::vector<std::thread> threads;
   for (int r = 0; r < 2; ++r)

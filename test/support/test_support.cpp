@@ -2,6 +2,9 @@
 
 #include "support/missing_tool.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -10,6 +13,7 @@
 #include <fstream>
 #include <random>
 #include <sstream>
+#include <stdexcept>
 
 namespace pwab::test {
 namespace fs = std::filesystem;
@@ -63,6 +67,19 @@ int run_pwab(const std::string& args, std::string* output, std::string* errors) 
   if (output) *output = read_text(out_dir / "out");
   if (errors) *errors = read_text(out_dir / "err");
   return WEXITSTATUS(status);
+}
+
+int free_port() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof addr;
+  if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0)
+    throw std::runtime_error("free_port: cannot bind a socket on 127.0.0.1");
+  ::close(fd);
+  return ntohs(addr.sin_port);
 }
 
 }  // namespace pwab::test

@@ -34,4 +34,7 @@ void copy_dir(const std::filesystem::path& from, const std::filesystem::path& to
 //! stderr; returns the exit status.
 int run_pwab(const std::string& args, std::string* output = nullptr, std::string* errors = nullptr);
 
+//! A TCP port on 127.0.0.1 that nobody listens on now (the kernel's pick for a socket bound to port 0).
+int free_port();
+
 }  // namespace pwab::test
