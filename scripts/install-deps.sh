@@ -27,6 +27,7 @@ packages=(
   protobuf-compiler                                 # the vendored sentencepiece, built against system protobuf
   chromium                                          # headless browser test of `pwab report`'s page
   slurm-wlm munge bc curl                           # the single-host Slurm cluster of test/slurm/ (scripts/slurm/)
+  tmux                                              # a pseudo-terminal for the --user-sim human test
 )
 parity_packages=(default-jdk-headless liblucene8-java)
 bench_packages=(python3-torch)                      # the PyTorch-eager anchor of the PUMA training benchmarks

@@ -113,7 +113,8 @@ void run_command(const RunArgs& a) {
   if (config.embedder.rfind("openai:", 0) == 0)
     models.embedder = make_openai_embedder(a.llm, config.embedder.substr(7), models.ledger.get());
 
-  ProgressPrinter printer(!a.quiet);
+  // A person answering at the terminal (--user-sim human) shares stderr with the progress line: keep it quiet.
+  ProgressPrinter printer(!a.quiet && user_sim != "human");
   runner::RunHooks hooks;
   if (!a.quiet) hooks.status = stderr_status();
   hooks.progress = [&printer](const runner::RunProgress& p, const std::string& cost) { printer(p, cost); };
@@ -164,7 +165,7 @@ void add_run_commands(CLI::App& app) {
   run->add_option("--agent-url", a->agent_url, "URL of the external agent (--agent remote, docs/agents/remote.md)");
   run->add_option("--agent-token", a->agent_token,
                   "Bearer token for the external agent (--agent remote; default: PWAB_AGENT_TOKEN)");
-  run->add_option("--user-sim", a->config.user_sim, "none, scripted or llm (default: scripted in multi-turn, none in single)");
+  run->add_option("--user-sim", a->config.user_sim, "none, scripted, llm or human (a person at this terminal; default: scripted in multi-turn, none in single)");
   run->add_option("--max-steps", a->config.max_steps,
                   "Agent calls per task (default: 10 multi-turn; single-turn 10, or 3 for ReAct-style agents)")
       ->check(CLI::Range(1, 1000));

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <iostream>
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
@@ -14,6 +15,7 @@
 #include "env/services.h"
 #include "report/runs.h"
 #include "runner/trials.h"
+#include "sim/human_user.h"
 #include "sim/llm_user.h"
 #include "sim/scripted_user.h"
 
@@ -94,6 +96,10 @@ UserMaker user_maker(const std::string& user_sim, const data::Dataset& ds, const
     return [&ds, seed](const data::Task& t, int trial) {
       return std::make_unique<sim::ScriptedUser>(ds, t, trial_seed(seed, trial));
     };
+  if (user_sim == "human")  // one episode at a time (run_benchmark sets concurrency 1), so one terminal suffices
+    return [&ds](const data::Task& t, int) -> std::unique_ptr<env::UserChannel> {
+      return std::make_unique<sim::HumanUser>(ds, t, std::cin, std::cerr);
+    };
   if (user_sim == "llm") {
     llm::ChatModel& user_model = *models.user_model;
     llm::Ledger& ledger = *models.ledger;
@@ -131,8 +137,10 @@ int episode_step_cap(const RunConfig& config, bool react_style) {
 std::string effective_user_sim(const RunConfig& config) {
   std::string user_sim =
       config.user_sim.empty() ? (config.track == Track::kMultiTurn ? "scripted" : "none") : config.user_sim;
-  if (user_sim != "none" && user_sim != "scripted" && user_sim != "llm")
-    throw UsageError("--user-sim must be none, scripted or llm, got '" + user_sim + "'");
+  if (user_sim != "none" && user_sim != "scripted" && user_sim != "llm" && user_sim != "human")
+    throw UsageError("--user-sim must be none, scripted, llm or human, got '" + user_sim + "'");
+  if (user_sim == "human" && config.concurrency > 1)
+    throw UsageError("--user-sim human plays one episode at a time: drop --concurrency (or give 1)");
   if (config.track == Track::kSingleTurn && user_sim != "none")
     throw UsageError("the single-turn track has no user simulator (drop --user-sim or use --track multi)");
   return user_sim;
@@ -177,7 +185,7 @@ BenchmarkResult run_benchmark(const RunConfig& config, RunModels& models, const 
   RunOptions options;
   options.episode = {config.track, max_steps};
   options.trials = result.trials;
-  options.concurrency = config.concurrency;
+  options.concurrency = user_sim == "human" ? 1 : config.concurrency;
   options.cancel = hooks.interrupt;
   options.should_stop = [&] {
     if (ledger.budget_reached()) over_budget = true;
