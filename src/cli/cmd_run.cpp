@@ -20,6 +20,7 @@
 #include "metrics/metrics.h"
 #include "report/runs.h"
 #include "runner/benchmark.h"
+#include "runner/rescore.h"
 #include "runner/results.h"
 #include "runner/run.h"
 
@@ -247,6 +248,32 @@ void add_run_commands(CLI::App& app) {
     std::vector<std::filesystem::path> dirs(m->shards.begin(), m->shards.end());
     runner::merge_runs(dirs, m->out);
     std::cout << report::write_summaries(m->out);
+  });
+
+  struct RescoreArgs {
+    std::string run, out;
+    runner::RescoreOptions options;
+    std::string data;
+  };
+  auto rs = std::make_shared<RescoreArgs>();
+  auto* rescore = app.add_subcommand("rescore", "Re-grade a run from its stored trajectories (no agent is called): "
+                                                "the actions replayed against DATA's tools and scorers");
+  rescore->add_option("run", rs->run, "The run directory to re-grade")->required();
+  rescore->add_option("--data", rs->data, "Dataset to score against (e.g. a fixed version)")->required();
+  rescore->add_option("--out", rs->out, "New run directory")->required();
+  rescore->add_option("--embedder", rs->options.embedder, "Review similarity: fasttext | minilm:DIR | hashing "
+                                                          "(default: the run's own)");
+  rescore->add_option("--index-dir", rs->options.index_dir, "Search index root (default DATA's)");
+  rescore->add_option("--checkpoint", rs->options.checkpoint, "SASRec checkpoint (default DATA's)");
+  rescore->add_option("--top-k", rs->options.top_k, "Results per search or recommendation (default: the run's)");
+  rescore->callback([rs] {
+    rs->options.data = rs->data;
+    rs->options.status = stderr_status();
+    runner::RescoreReport r = runner::rescore_run(rs->run, rs->out, rs->options);
+    std::cerr << fmt::format("pwab: re-graded {} records into {} ({} copied as errored); {} changed score, {} saw "
+                             "different observations\n",
+                             r.rescored, rs->out, r.copied_errors, r.changed_scores, r.changed_observations);
+    std::cout << report::write_summaries(rs->out);
   });
 
   auto* list = app.add_subcommand("agents", "List the agents and the paper row each reproduces");

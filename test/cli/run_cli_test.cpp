@@ -219,3 +219,48 @@ TEST_F(RunCli, UsageErrors) {
 }
 
 }  // namespace
+
+namespace {
+
+//! The records of a run directory by (task, trial), without the environment's timing.
+std::map<std::string, nlohmann::json> records_of(const std::string& dir) {
+  std::map<std::string, nlohmann::json> out;
+  std::istringstream in(pwab::test::read_text(std::filesystem::path(dir) / "results.jsonl"));
+  for (std::string line; std::getline(in, line);) {
+    nlohmann::json j = nlohmann::json::parse(line);
+    j.erase("seconds_env");
+    out[j["task"].get<std::string>() + "#" + std::to_string(j["trial"].get<int>())] = j;
+  }
+  return out;
+}
+
+// `pwab rescore` (issue 21): the stored trajectories replayed on the same data and services give the same records
+// in both tracks (timing aside), with no agent; with other services (fewer results per search) the observations
+// and scores follow them while the actions stay the agent's.
+TEST_F(RunCli, RescoreReplaysTrajectoriesWithoutTheAgent) {
+  for (const char* track : {"single", "multi"}) {
+    const std::string run = out(std::string("rs-") + track), again = run + "-again";
+    ASSERT_EQ(run_pwab("run --data " + data_ + " --track " + track + " --tasks 0:25 --embedder hashing --out " + run +
+                       " --quiet"),
+              0);
+    std::string summary, errors;
+    ASSERT_EQ(run_pwab("rescore " + run + " --data " + data_ + " --out " + again, &summary, &errors), 0) << errors;
+    EXPECT_TRUE(has(errors, "re-graded 25 records")) << errors;
+    EXPECT_TRUE(has(errors, "0 changed score, 0 saw different observations")) << errors;
+    EXPECT_EQ(records_of(run), records_of(again)) << track;
+    nlohmann::json manifest = nlohmann::json::parse(pwab::test::read_text(std::filesystem::path(again) / "manifest.json"));
+    EXPECT_TRUE(manifest["config"].contains("rescored_from")) << manifest.dump();
+  }
+  // Three results per search instead of ten: the same actions, other observations, other scores.
+  const std::string run = out("rs-single"), top3 = out("rs-single-top3");
+  std::string summary, errors;
+  ASSERT_EQ(run_pwab("rescore " + run + " --data " + data_ + " --out " + top3 + " --top-k 3", &summary, &errors), 0)
+      << errors;
+  EXPECT_FALSE(has(errors, "0 saw different observations")) << errors;
+  auto before = records_of(run), after = records_of(top3);
+  for (const auto& [key, r] : before) EXPECT_EQ(r["actions"][0]["arguments"], after[key]["actions"][0]["arguments"]);
+  // The directory exists now: a second rescore into it is refused.
+  EXPECT_EQ(run_pwab("rescore " + run + " --data " + data_ + " --out " + top3), 2);
+}
+
+}  // namespace

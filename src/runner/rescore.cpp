@@ -1,0 +1,148 @@
+// Re-grading stored trajectories: each record's actions replayed in a fresh Episode (rescore.h).
+#include "runner/rescore.h"
+
+#include <fmt/format.h>
+
+#include <charconv>
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+#include "core/json_depth.h"
+#include "data/loader.h"
+#include "env/services.h"
+#include "env/tools.h"
+#include "metrics/metrics.h"
+#include "runner/episode.h"
+#include "runner/results.h"
+
+namespace pwab::runner {
+namespace {
+
+using Json = nlohmann::json;
+
+// The user of a replayed multi-turn episode: the replies the record holds, in order, for the responds that reached
+// the user (a respond without a string "content" never did).
+class RecordedUser final : public env::UserChannel {
+ public:
+  explicit RecordedUser(const std::vector<env::ActionRecord>& actions) {
+    for (const env::ActionRecord& a : actions) {
+      if (a.action.name != env::kRespond) continue;
+      Json args = parse_json_or_discarded(a.action.arguments_json);
+      if (args.is_object() && args.contains("content") && args["content"].is_string()) replies_.push_back(a.observation);
+    }
+  }
+  std::string reply(const std::string&) override {
+    return next_ < replies_.size() ? replies_[next_++] : std::string("###STOP###");
+  }
+
+ private:
+  std::vector<std::string> replies_;
+  std::size_t next_ = 0;
+};
+
+const data::Task& task_of(const data::Dataset& ds, const std::string& key, const std::filesystem::path& run) {
+  const auto slash = key.find('/');
+  const std::string split = key.substr(0, slash);
+  uint32_t index = 0;
+  const char* digits = key.data() + slash + 1;
+  auto [end, ec] = std::from_chars(digits, key.data() + key.size(), index);
+  const bool known_split = split == "test" || split == "train";
+  const auto& tasks = ds.tasks(split == "train" ? data::Split::kTrain : data::Split::kTest);
+  if (slash == std::string::npos || !known_split || ec != std::errc() || end != key.data() + key.size() ||
+      index >= tasks.size())
+    throw DataError(fmt::format("{}: record of task '{}', which the dataset does not have", run.string(), key));
+  return tasks[index];
+}
+
+// The --embedder spec that reopens the embedder a manifest names ("hashing-v1/384" → "hashing:384").
+std::string embedder_spec(const std::string& name) {
+  if (name.rfind("hashing", 0) == 0) {
+    const auto slash = name.rfind('/');
+    return slash == std::string::npos ? "hashing" : "hashing:" + name.substr(slash + 1);
+  }
+  if (name.rfind("fasttext-v1", 0) == 0) return "fasttext";
+  throw UsageError(fmt::format("the run's embedder '{}' cannot be reopened from its name: give --embedder (e.g. "
+                               "minilm:MODEL_DIR)",
+                               name));
+}
+
+bool same_observations(const TaskRecord& a, const TaskRecord& b) {
+  if (a.actions.size() != b.actions.size()) return false;
+  for (std::size_t i = 0; i < a.actions.size(); ++i)
+    if (a.actions[i].observation != b.actions[i].observation) return false;
+  return true;
+}
+
+metrics::TaskScore score_of(const TaskRecord& r) {
+  return metrics::score_task({r.task_key, data::TaskType::kSearch, r.attempts, r.steps, r.trial});
+}
+
+// The record the replay gives: the new trajectory and scores, the old record's agent-side facts.
+TaskRecord replay(const env::Environment& env, const data::Dataset& ds, const TaskRecord& old, Track track,
+                  int run_max_steps, const std::filesystem::path& run) {
+  const data::Task& task = task_of(ds, old.task_key, run);
+  // The cap the episode ran under: its step count when it ended there, otherwise never nearer than its last step.
+  const int cap = old.ending == "step_cap" ? std::max(1, old.steps) : std::max(run_max_steps, old.steps + 1);
+  RecordedUser user(old.actions);
+  Episode episode(env, task, track == Track::kMultiTurn ? &user : nullptr, {track, cap});
+  episode.reset();
+  for (const env::ActionRecord& a : old.actions) {
+    if (episode.finished()) break;
+    AgentStep step;
+    step.action = a.action;
+    episode.step(step);
+  }
+  EpisodeResult result = episode.result();
+  if (result.ending.empty()) result.ending = old.ending;  // ended from outside (a served episode's client end)
+  TaskRecord r = make_record(ds, task, result, old.trial);
+  r.steps = old.steps;
+  r.prompt_tokens = old.prompt_tokens;
+  r.completion_tokens = old.completion_tokens;
+  r.seconds_agent = old.seconds_agent;
+  r.usage_json = old.usage_json;
+  return r;
+}
+
+}  // namespace
+
+RescoreReport rescore_run(const std::filesystem::path& run, const std::filesystem::path& out,
+                          const RescoreOptions& options) {
+  RunManifest manifest = read_manifest(run);
+  Json config = Json::parse(manifest.config_json);
+  const Track track = config.value("track", "single") == "multi" ? Track::kMultiTurn : Track::kSingleTurn;
+  const int max_steps = config.value("max_steps", 10);
+  const std::string embedder =
+      options.embedder.empty() ? embedder_spec(config.value("embedder", "fasttext")) : options.embedder;
+  const int top_k = options.top_k > 0 ? options.top_k : config.value("top_k", 10);
+  std::vector<TaskRecord> records = read_records(run);
+
+  data::Dataset ds = data::load_dataset(options.data);
+  env::ServiceOptions services{options.index_dir, options.checkpoint, options.status};
+  env::DatasetEnvironment world = env::open_environment(ds, options.data, services,
+                                                        env::open_embedder(embedder, ds, options.data), top_k);
+  config["rescored_from"] = std::filesystem::absolute(run).string();
+  config["rescore"] = {{"data", std::filesystem::absolute(options.data).string()}, {"embedder", embedder},
+                       {"top_k", top_k}};
+  manifest.config_json = config.dump();
+  manifest.dataset_fingerprint = dataset_fingerprint(options.data);
+  RunDirectory dir = RunDirectory::open(out, manifest, /*resume=*/false);
+
+  RescoreReport report;
+  for (const TaskRecord& old : records) {
+    ++report.records;
+    if (!old.error.empty()) {  // an infrastructure error: there is no trajectory to grade
+      dir.append(old);
+      ++report.copied_errors;
+      continue;
+    }
+    TaskRecord r = replay(*world.environment, ds, old, track, max_steps, run);
+    const metrics::TaskScore before = score_of(old), after = score_of(r);
+    report.changed_scores += before.f != after.f || before.r != after.r;
+    report.changed_observations += !same_observations(old, r);
+    dir.append(r);
+    ++report.rescored;
+  }
+  return report;
+}
+
+}  // namespace pwab::runner
