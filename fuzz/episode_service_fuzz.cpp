@@ -34,10 +34,8 @@ void check_answer(const Json& answer) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view input(reinterpret_cast<const char*>(data), size);
-  pwab::fuzz::ServeWorld& world = pwab::fuzz::serve_world();
-  pwab::serve::ServiceOptions options;
-  options.max_sessions = 4;
-  pwab::serve::EpisodeService service(world.env, options);
+  auto owned = pwab::fuzz::fresh_service();
+  pwab::serve::EpisodeService& service = *owned;
   auto lines = pwab::fuzz::lines_of(input);
   if (lines.empty()) return 0;
   std::string id;

@@ -14,11 +14,8 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view input(reinterpret_cast<const char*>(data), size);
-  pwab::fuzz::ServeWorld& world = pwab::fuzz::serve_world();
-  pwab::serve::ServiceOptions options;
-  options.max_sessions = 4;
-  pwab::serve::EpisodeService service(world.env, options);
-  pwab::serve::McpServer server(service, "fuzz");
+  auto service = pwab::fuzz::fresh_service();
+  pwab::serve::McpServer server(*service, "fuzz");
   pwab::serve::McpSession session;
   std::string last_episode = "ep_none";
   int n = 0;

@@ -10,6 +10,7 @@
 #include "data/synth.h"
 #include "embed/embedder.h"
 #include "env/environment.h"
+#include "serve/episode_service.h"
 
 namespace pwab::fuzz {
 
@@ -40,6 +41,13 @@ struct ServeWorld {
 inline ServeWorld& serve_world() {
   static ServeWorld* world = new ServeWorld();  // never destroyed: outlives every input
   return *world;
+}
+
+//! A fresh episode service over the world for one input, holding at most a few episodes.
+inline std::unique_ptr<serve::EpisodeService> fresh_service() {
+  serve::ServiceOptions options;
+  options.max_sessions = 4;
+  return std::make_unique<serve::EpisodeService>(serve_world().env, options);
 }
 
 //! `bytes` cut at each newline.

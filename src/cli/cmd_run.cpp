@@ -166,7 +166,9 @@ void add_run_commands(CLI::App& app) {
   run->add_option("--agent-url", a->agent_url, "URL of the external agent (--agent remote, docs/agents/remote.md)");
   run->add_option("--agent-token", a->agent_token,
                   "Bearer token for the external agent (--agent remote; default: PWAB_AGENT_TOKEN)");
-  run->add_option("--user-sim", a->config.user_sim, "none, scripted, llm or human (a person at this terminal; default: scripted in multi-turn, none in single)");
+  run->add_option("--user-sim", a->config.user_sim,
+                  "none, scripted, llm or human (a person at this terminal; default: scripted in multi-turn, none "
+                  "in single)");
   run->add_option("--max-steps", a->config.max_steps,
                   "Agent calls per task (default: 10 multi-turn; single-turn 10, or 3 for ReAct-style agents)")
       ->check(CLI::Range(1, 1000));

@@ -432,8 +432,8 @@ TrainReport train_loop(const std::string& phase, llama::LlamaModel& model, Train
     // Every rank resumes from the same checkpoint (the work directory is shared) or none does.
     const double seeing = group->all_reduce_sum({have_checkpoint ? 1.0 : 0.0})[0];
     if (seeing != 0 && seeing != group->world())
-      throw Error(fmt::format("{}: {} of {} ranks see the checkpoint {}; data-parallel ranks need the work directory on "
-                              "a filesystem they all share",
+      throw Error(fmt::format("{}: {} of {} ranks see the checkpoint {}; data-parallel ranks need the work "
+                              "directory on a filesystem they all share",
                               phase, seeing, group->world(), checkpoint.string()));
   }
   if (have_checkpoint) {

@@ -28,7 +28,8 @@ class RecordedUser final : public env::UserChannel {
     for (const env::ActionRecord& a : actions) {
       if (a.action.name != env::kRespond) continue;
       Json args = parse_json_or_discarded(a.action.arguments_json);
-      if (args.is_object() && args.contains("content") && args["content"].is_string()) replies_.push_back(a.observation);
+      if (args.is_object() && args.contains("content") && args["content"].is_string())
+        replies_.push_back(a.observation);
     }
   }
   std::string reply(const std::string&) override {

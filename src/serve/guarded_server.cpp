@@ -135,7 +135,8 @@ void refuse(int sock, int status, std::string_view code, std::string_view messag
   nlohmann::json body = {{"error", {{"code", code}, {"message", message}}}};
   std::string text = body.dump() + "\n";
   send_all(sock,
-           fmt::format("HTTP/1.1 {} {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{}",
+           fmt::format("HTTP/1.1 {} {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n"
+                       "Connection: close\r\n\r\n{}",
                        status, reason_of(status), text.size(), text),
            timeout);
 }
@@ -146,7 +147,8 @@ GuardedServer::GuardedServer(double request_timeout_s) : request_timeout_s_(requ
 
 bool GuardedServer::process_and_close_socket(socket_t sock) {
   const auto write_timeout = std::chrono::seconds(write_timeout_sec_) + std::chrono::microseconds(write_timeout_usec_);
-  const auto request_timeout = std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(request_timeout_s_));
+  const auto request_timeout =
+      std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(request_timeout_s_));
   std::string pending;       // bytes received and not yet handed on (a pipelined next request)
   bool peer_done = false;    // the client has shut its sending side
   for (std::size_t served = 0; served < keep_alive_max_count_ && is_running(); ++served) {
@@ -193,7 +195,8 @@ bool GuardedServer::process_and_close_socket(socket_t sock) {
         if (r == Received::end_of_stream) peer_done = true;
         if (r == Received::timed_out)
           throw RequestError(408, "request_timeout",
-                             fmt::format("the request was not complete within {} s of its first byte", request_timeout_s_));
+                             fmt::format("the request was not complete within {} s of its first byte",
+                                         request_timeout_s_));
         if (r == Received::failed) break;
       }
     } catch (const RequestError& e) {

@@ -11,8 +11,9 @@
 // Every answer is JSON; every refusal is {"error": {"code", "message"}} with a 4xx status (400 malformed JSON or
 // a wrong field, 401 no or a wrong bearer token, 403 a Host or Origin refused, 404 unknown route/task/episode,
 // 405 wrong method, 408 a request not read whole in time, 409 finished episode or recorded task, 411 a chunked
-// body, 413 body too large, 415 a body not declared JSON, 429 too many sessions, 431 headers too large); a failure of the server itself is a 500 with the same shape. A janitor thread drops
-// idle episodes. The worker pool is sized so that every client can hold a keep-alive connection at once.
+// body, 413 body too large, 415 a body not declared JSON, 429 too many sessions, 431 headers too large); a failure
+// of the server itself is a 500 with the same shape. A janitor thread drops idle episodes. The worker pool is sized
+// so that every client can hold a keep-alive connection at once.
 #pragma once
 #include <cstddef>
 #include <functional>

@@ -66,7 +66,8 @@ std::optional<RequestHead> scan_request_head(std::string_view bytes) {
   const std::size_t size = blank == std::string_view::npos ? bytes.size() : blank + 4;
   if (size > kMaxRequestHeadBytes)
     throw RequestError(431, "head_too_large",
-                       fmt::format("the request line and headers are over the limit of {} bytes", kMaxRequestHeadBytes));
+                       fmt::format("the request line and headers are over the limit of {} bytes",
+                                   kMaxRequestHeadBytes));
   if (blank == std::string_view::npos) return std::nullopt;
   RequestHead head;
   head.size = size;

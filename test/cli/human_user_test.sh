@@ -51,16 +51,17 @@ grep -q '^agent: ' <<< "$screen" || fail "no agent message was shown"
 [ "$answered" -ge 1 ] || fail "no prompt was answered"
 grep -q 'the agent called' <<< "$screen" || fail "the attempts were not shown"
 
-# Every typed reply is the observation of a respond in the records; 6 tasks recorded.
-/usr/bin/python3 - "$work/run/results.jsonl" "$answered" <<'PY'
+# Every typed reply is the observation of a respond in the records, in order; 6 tasks recorded. The first task's
+# instruction was shown in its banner.
+first_instruction=$(/usr/bin/python3 - "$work/run/results.jsonl" "$answered" <<'PY'
 import json, sys
 records = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
 assert len(records) == 6, len(records)
 replies = [a["observation"] for r in records for a in r["actions"] if a["name"] == "respond"]
 expected = [f"I like Trerin best, reply number {n}" for n in range(1, int(sys.argv[2]) + 1)]
 assert replies == expected, (replies, expected)
-instructions = [r["instruction"] for r in records]
+print(min(records, key=lambda r: int(r["task"].split("/")[1]))["instruction"][:40])
 PY
-grep -q "$(head -c 40 <<< "$(/usr/bin/python3 -c "import json,sys; print(json.loads(open('$work/run/results.jsonl').readline())['instruction'])")")" <<< "$screen" \
-  || fail "the first task's instruction was not shown"
+) || fail "the records do not hold the typed replies"
+grep -qF "$first_instruction" <<< "$screen" || fail "the first task's instruction was not shown"
 echo "PASS: $answered replies typed at the prompt" >&2
