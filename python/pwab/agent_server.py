@@ -3,10 +3,13 @@ docs/agents/remote.md): pwab POSTs one self-contained request per step; the func
 
 import hmac
 import json
+import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 PROTOCOL = "pwab-agent/1"
+#: What every pwab-agent/1 request carries; a request without one of them is answered 400.
+REQUIRED = ("protocol", "episode_id", "step", "max_steps", "track", "first_observation", "history", "conversation")
 
 
 class AgentServer:
@@ -31,7 +34,19 @@ class AgentServer:
         self.stop()
 
 
-def serve_agent(fn, port=0, host="127.0.0.1", token=None, block=False):
+def check_request(request):
+    """What is wrong with a pwab-agent/1 request, or None."""
+    if not isinstance(request, dict):
+        return "the request is not a JSON object"
+    missing = [key for key in REQUIRED if key not in request]
+    if missing:
+        return "the request lacks " + ", ".join(missing)
+    if request["protocol"] != PROTOCOL:
+        return f"unsupported protocol {request['protocol']!r} (this agent speaks {PROTOCOL})"
+    return None
+
+
+def serve_agent(fn, port=0, host="127.0.0.1", token=None, block=False, name="pwab Python agent", verbose=False):
     """Serves `fn(request) -> action` at http://HOST:PORT/ for `pwab run --agent remote --agent-url URL`.
 
     `request` is the protocol's JSON object (task, tools, first_observation, history, conversation, step, ...);
@@ -39,10 +54,16 @@ def serve_agent(fn, port=0, host="127.0.0.1", token=None, block=False):
     or a (name, arguments) pair. An exception in `fn` answers 500 with its message: pwab retries, then records the
     task as an infrastructure error. `token`: requests must carry `Authorization: Bearer TOKEN` (pwab's
     --agent-token). `block=True` serves in this thread until interrupted; otherwise a background thread serves and
-    the AgentServer is returned at once (its `url` says where, with port=0 picking a free port).
+    the AgentServer is returned at once (its `url` says where, with port=0 picking a free port). `GET /` answers
+    {"protocol", "name"} for health checks; `verbose` logs every request on stderr.
     """
 
     class Handler(BaseHTTPRequestHandler):
+        server_version = "pwab-python-agent/1"
+
+        def do_GET(self):  # noqa: N802 - who is here, for health checks
+            return self._answer(200, {"protocol": PROTOCOL, "name": name})
+
         def do_POST(self):  # noqa: N802 - the http.server API
             if token is not None and not hmac.compare_digest(self.headers.get("Authorization", ""), f"Bearer {token}"):
                 return self._answer(401, {"error": "a bearer token is required"})
@@ -51,8 +72,9 @@ def serve_agent(fn, port=0, host="127.0.0.1", token=None, block=False):
                 request = json.loads(self.rfile.read(length))
             except (ValueError, TypeError) as e:
                 return self._answer(400, {"error": f"not a JSON request: {e}"})
-            if not isinstance(request, dict) or request.get("protocol") != PROTOCOL:
-                return self._answer(400, {"error": f"expected a {PROTOCOL} request"})
+            problem = check_request(request)
+            if problem:
+                return self._answer(400, {"error": problem})
             try:
                 action = fn(request)
                 if isinstance(action, tuple):
@@ -71,8 +93,9 @@ def serve_agent(fn, port=0, host="127.0.0.1", token=None, block=False):
             self.end_headers()
             self.wfile.write(data)
 
-        def log_message(self, *args):  # quiet: pwab logs the run
-            pass
+        def log_message(self, format, *args):  # noqa: A002 - quiet unless verbose: pwab logs the run
+            if verbose:
+                sys.stderr.write(f"{self.address_string()} - {format % args}\n")
 
     httpd = ThreadingHTTPServer((host, port), Handler)
     httpd.daemon_threads = True

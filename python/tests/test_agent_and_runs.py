@@ -71,8 +71,10 @@ class AgentAndRunsTest(unittest.TestCase):
         def failing(request):
             raise RuntimeError("model unavailable")
 
+        complete = {"protocol": "pwab-agent/1", "episode_id": "e", "step": 0, "max_steps": 10, "track": "single",
+                    "first_observation": "", "history": [], "conversation": []}
         with pwab.serve_agent(failing, token="k") as agent:
-            request = urllib.request.Request(agent.url, data=json.dumps({"protocol": "pwab-agent/1"}).encode(),
+            request = urllib.request.Request(agent.url, data=json.dumps(complete).encode(),
                                              headers={"Content-Type": "application/json"}, method="POST")
             with self.assertRaises(urllib.error.HTTPError) as caught:
                 urllib.request.urlopen(request, timeout=10)
@@ -82,6 +84,45 @@ class AgentAndRunsTest(unittest.TestCase):
                 urllib.request.urlopen(request, timeout=10)
             self.assertEqual(caught.exception.code, 500)
             self.assertIn("model unavailable", caught.exception.read().decode())
+
+    def test_the_agent_server_names_itself_and_refuses_incomplete_requests(self):
+        with pwab.serve_agent(searching_agent, name="probe") as agent:
+            with urllib.request.urlopen(agent.url, timeout=10) as answer:
+                self.assertEqual(json.load(answer), {"protocol": "pwab-agent/1", "name": "probe"})
+            request = urllib.request.Request(agent.url, data=json.dumps({"protocol": "pwab-agent/1", "step": 0}).encode(),
+                                             headers={"Content-Type": "application/json"}, method="POST")
+            with self.assertRaises(urllib.error.HTTPError) as caught:
+                urllib.request.urlopen(request, timeout=10)
+            self.assertEqual(caught.exception.code, 400)
+            self.assertIn("lacks episode_id", caught.exception.read().decode())
+
+
+class ExampleAgentTest(unittest.TestCase):
+    """`python3 -m pwab.examples.remote_agent` as docs/python.md runs it, in both tracks."""
+
+    def test_the_example_agent_plays_both_tracks(self):
+        agent = subprocess.Popen(["/usr/bin/python3", "-m", "pwab.examples.remote_agent", "--port", "0"],
+                                 stdout=subprocess.PIPE, text=True)
+        try:
+            url = agent.stdout.readline().strip()
+            self.assertTrue(url.startswith("http://127.0.0.1:"), url)
+            for track in ("single", "multi"):
+                out = os.path.join(world.scratch("runs"), "example-" + track)
+                subprocess.run([world.binary(), "run", "--data", world.data_dir(), "--agent", "remote", "--agent-url",
+                                url, "--agent-opt", "name=example", "--track", track, "--tasks", "0:6",
+                                "--embedder", "hashing", "--out", out, "--quiet"], check=True, capture_output=True)
+                run = pwab.read_run(out)
+                self.assertEqual([r["error"] for r in run.records], [""] * 6)
+                first = [r["actions"][0]["name"] for r in run.records]
+                if track == "single":  # the call at once, never a question
+                    self.assertNotIn("respond", first)
+                else:  # search and review ask first
+                    self.assertIn("respond", first)
+                self.assertGreater(run.scores()["groups"]["overall"]["f_acc"]["value"], 0)
+        finally:
+            agent.terminate()
+            agent.wait(timeout=10)
+            agent.stdout.close()
 
 
 class InstallTest(unittest.TestCase):
@@ -94,7 +135,8 @@ class InstallTest(unittest.TestCase):
                               "--no-deps", "--quiet", "--target", target, os.path.join(build, "python")],
                              capture_output=True, text=True)
         self.assertEqual(out.returncode, 0, out.stderr)
-        check = subprocess.run(["/usr/bin/python3", "-c", "import pwab; print(pwab.__version__, pwab.__file__)"],
+        check = subprocess.run(["/usr/bin/python3", "-c", "import pwab, pwab.examples.remote_agent; "
+                                "print(pwab.__version__, pwab.__file__)"],
                                capture_output=True, text=True, env={**os.environ, "PYTHONPATH": target},
                                cwd=target)
         self.assertEqual(check.returncode, 0, check.stderr)

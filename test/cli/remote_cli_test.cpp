@@ -1,5 +1,5 @@
-// `pwab run --agent remote` end to end: the real binary drives both tracks against the example agent of
-// examples/remote_agent/agent.py, started here as a Python subprocess on a free loopback port. The records
+// `pwab run --agent remote` end to end: the real binary drives both tracks against the package's example agent,
+// `python3 -m pwab.examples.remote_agent`, started here as a subprocess on a free loopback port. The records
 // show the example's policy (keyword routing, the history as the recommendation sequence, one question first
 // in multi-turn), and the manifest names the agent. The subprocess is killed when the suite ends, passed or not.
 #include <gtest/gtest.h>
@@ -40,8 +40,9 @@ class AgentProcess {
       dup2(out[1], STDOUT_FILENO);
       close(out[0]);
       close(out[1]);
-      std::string script = std::string(PWAB_EXAMPLES_DIR) + "/remote_agent/agent.py";
-      execlp("python3", "python3", script.c_str(), "--host", "127.0.0.1", "--port", "0", static_cast<char*>(nullptr));
+      setenv("PYTHONPATH", PWAB_PYTHON_DIR, 1);
+      execlp("python3", "python3", "-m", "pwab.examples.remote_agent", "--host", "127.0.0.1", "--port", "0",
+             static_cast<char*>(nullptr));
       _exit(127);
     }
     close(out[1]);

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """An example external agent for `pwab run --agent remote` (protocol pwab-agent/1, docs/agents/remote.md).
 
 Python 3 standard library only. It listens on HTTP; pwab POSTs one JSON request per step (the task, the tools,
@@ -15,16 +14,14 @@ The policy is deliberately simple and keeps no state between requests (everythin
   their usual length) around the sentiment and aspects the instruction asks for;
 * multi-turn: one clarifying question first (search and review), then the call, then stop.
 
-Run:  python3 agent.py --host 127.0.0.1 --port 0   # prints the bound URL on the first line of stdout
+Run:  python3 -m pwab.examples.remote_agent --port 0   # prints the bound URL on the first line of stdout
 """
 
 import argparse
-import json
 import re
-import sys
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-PROTOCOL = "pwab-agent/1"
+from ..agent_server import serve_agent
+
 SEARCH = "search_product_by_query"
 RECOMMEND = "get_recommendations_by_history"
 REVIEW = "add_product_review"
@@ -204,75 +201,20 @@ def next_action(request):
                                                                    history, replies)}}
 
 
-REQUIRED = ("protocol", "episode_id", "step", "max_steps", "track", "first_observation", "history", "conversation")
-
-
-def check_request(request):
-    """What is wrong with a request, or None."""
-    if not isinstance(request, dict):
-        return "the request is not a JSON object"
-    missing = [key for key in REQUIRED if key not in request]
-    if missing:
-        return "the request lacks " + ", ".join(missing)
-    if request["protocol"] != PROTOCOL:
-        return "unsupported protocol %r (this agent speaks %s)" % (request["protocol"], PROTOCOL)
-    return None
-
-
-class Handler(BaseHTTPRequestHandler):
-    server_version = "pwab-example-agent/1"
-
-    def send_json(self, status, payload):
-        body = json.dumps(payload).encode("utf-8")
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def do_GET(self):  # noqa: N802 (http.server's naming): who is here, for health checks
-        self.send_json(200, {"protocol": PROTOCOL, "name": "pwab example agent"})
-
-    def do_POST(self):  # noqa: N802
-        try:
-            length = int(self.headers.get("Content-Length", "0"))
-            request = json.loads(self.rfile.read(length).decode("utf-8"))
-        except (ValueError, UnicodeDecodeError) as e:
-            self.send_json(400, {"error": "the request is not JSON: %s" % e})
-            return
-        problem = check_request(request)
-        if problem:
-            self.send_json(400, {"error": problem})
-            return
-        try:
-            action = next_action(request)
-        except Exception as e:  # a bug of this agent: say so (pwab retries 5xx, then records the task's error)
-            self.send_json(500, {"error": "the agent failed: %r" % e})
-            return
-        self.send_json(200, action)
-
-    def log_message(self, format, *args):  # quiet unless --verbose
-        if self.server.verbose:
-            sys.stderr.write("%s - %s\n" % (self.address_string(), format % args))
-
-
-def main():
+def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8765, help="0 = any free port")
+    parser.add_argument("--token", help="require `Authorization: Bearer TOKEN` (pwab's --agent-token)")
     parser.add_argument("--verbose", action="store_true", help="log every request on stderr")
-    args = parser.parse_args()
-    server = ThreadingHTTPServer((args.host, args.port), Handler)
-    server.daemon_threads = True
-    server.verbose = args.verbose
-    host, port = server.server_address[:2]
-    print("http://%s:%d/" % (host, port), flush=True)  # the first line of stdout: scripts read the URL here
+    args = parser.parse_args(argv)
+    # serve_agent prints the bound URL as the first line of stdout (scripts read it there), then serves until
+    # interrupted.
     try:
-        server.serve_forever()
+        serve_agent(next_action, port=args.port, host=args.host, token=args.token, block=True,
+                    name="pwab example agent", verbose=args.verbose)
     except KeyboardInterrupt:
         pass
-    finally:
-        server.server_close()
 
 
 if __name__ == "__main__":
