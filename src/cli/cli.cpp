@@ -18,6 +18,7 @@ int run(const std::vector<std::string>& args) {
   add_rec_commands(app);
   add_run_commands(app);
   add_report_command(app);
+  add_submit_commands(app);
   add_puma_commands(app);
   add_lm_commands(app);
   add_serve_command(app);

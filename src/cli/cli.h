@@ -23,6 +23,8 @@ void add_search_commands(CLI::App& app);
 void add_rec_commands(CLI::App& app);
 void add_run_commands(CLI::App& app);
 void add_report_command(CLI::App& app);
+//! `pwab submit prepare|verify` (cmd_submit.cpp).
+void add_submit_commands(CLI::App& app);
 //! `pwab build` and `pwab data consistency` (after add_data_commands: it extends `data`).
 void add_build_commands(CLI::App& app);
 void add_puma_commands(CLI::App& app);

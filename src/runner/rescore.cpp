@@ -4,9 +4,11 @@
 #include <fmt/format.h>
 
 #include <charconv>
+#include <memory>
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "core/hash.h"
 #include "core/json_depth.h"
 #include "data/loader.h"
 #include "env/services.h"
@@ -14,6 +16,8 @@
 #include "metrics/metrics.h"
 #include "runner/episode.h"
 #include "runner/results.h"
+#include "runner/run.h"
+#include "sim/scripted_user.h"
 
 namespace pwab::runner {
 namespace {
@@ -61,31 +65,67 @@ std::string embedder_spec(const std::string& name) {
     const auto slash = name.rfind('/');
     return slash == std::string::npos ? "hashing" : "hashing:" + name.substr(slash + 1);
   }
-  if (name.rfind("fasttext-v1", 0) == 0) return "fasttext";
+  if (name.rfind("fasttext", 0) == 0) return "fasttext";  // "fasttext-sif-v1/DIM/MODEL": DATA's cached model
   throw UsageError(fmt::format("the run's embedder '{}' cannot be reopened from its name: give --embedder (e.g. "
                                "minilm:MODEL_DIR)",
                                name));
 }
 
-bool same_observations(const TaskRecord& a, const TaskRecord& b) {
+// Whether every observation of `a` equals `b`'s; with `replies_only`, only those of `respond` actions.
+bool same_observations(const TaskRecord& a, const TaskRecord& b, bool replies_only = false) {
   if (a.actions.size() != b.actions.size()) return false;
-  for (std::size_t i = 0; i < a.actions.size(); ++i)
+  for (std::size_t i = 0; i < a.actions.size(); ++i) {
+    if (replies_only && a.actions[i].action.name != env::kRespond) continue;
     if (a.actions[i].observation != b.actions[i].observation) return false;
+  }
   return true;
+}
+
+// The embedder, search index and SASRec checkpoint a manifest names must be the ones opened (require_same_services).
+void check_services(const Json& config, const env::DatasetEnvironment& world, const std::filesystem::path& run) {
+  const env::Services& services = world.services;
+  auto named = [&](const char* key) {
+    return config.contains(key) && config[key].is_string() ? config[key].get<std::string>() : std::string();
+  };
+  const std::string index = named("search_index"), recommender = named("recommender"), embedder = named("embedder");
+  if (!embedder.empty() && embedder != world.embedder->name())
+    throw DataError(fmt::format("{}: the run scored reviews with embedder {}, but the one opened is {} (give the "
+                                "run's with --embedder)",
+                                run.string(), embedder, world.embedder->name()));
+  if (!index.empty() && index != services.index->fingerprint())
+    throw DataError(fmt::format("{}: the run searched index {}, but the index opened is {} (rebuild it from the "
+                                "run's dataset, or give --index-dir)",
+                                run.string(), index, services.index->fingerprint()));
+  const std::string checkpoint = to_hex(hash_file(services.checkpoint));
+  if (!recommender.empty() && recommender != checkpoint)
+    throw DataError(fmt::format("{}: the run recommended with SASRec checkpoint {}, but {} is {} (give the run's "
+                                "checkpoint with --checkpoint)",
+                                run.string(), recommender, services.checkpoint.string(), checkpoint));
 }
 
 metrics::TaskScore score_of(const TaskRecord& r) {
   return metrics::score_task({r.task_key, data::TaskType::kSearch, r.attempts, r.steps, r.trial});
 }
 
+// How a replayed multi-turn episode's user answers: with the recorded replies, or (scripted) the scripted simulator
+// run again with the run's seed.
+struct ReplayUser {
+  bool scripted = false;
+  uint64_t seed = 0;
+};
+
 // The record the replay gives: the new trajectory and scores, the old record's agent-side facts.
 TaskRecord replay(const env::Environment& env, const data::Dataset& ds, const TaskRecord& old, Track track,
-                  int run_max_steps, const std::filesystem::path& run) {
+                  int run_max_steps, const ReplayUser& how, const std::filesystem::path& run) {
   const data::Task& task = task_of(ds, old.task_key, run);
   // The cap the episode ran under: its step count when it ended there, otherwise never nearer than its last step.
   const int cap = old.ending == "step_cap" ? std::max(1, old.steps) : std::max(run_max_steps, old.steps + 1);
-  RecordedUser user(old.actions);
-  Episode episode(env, task, track == Track::kMultiTurn ? &user : nullptr, {track, cap});
+  std::unique_ptr<env::UserChannel> user;
+  if (how.scripted)
+    user = std::make_unique<sim::ScriptedUser>(ds, task, trial_seed(how.seed, old.trial));
+  else
+    user = std::make_unique<RecordedUser>(old.actions);
+  Episode episode(env, task, track == Track::kMultiTurn ? user.get() : nullptr, {track, cap});
   episode.reset();
   for (const env::ActionRecord& a : old.actions) {
     if (episode.finished()) break;
@@ -121,6 +161,11 @@ RescoreReport rescore_run(const std::filesystem::path& run, const std::filesyste
   env::ServiceOptions services{options.index_dir, options.checkpoint, options.status};
   env::DatasetEnvironment world = env::open_environment(ds, options.data, services,
                                                         env::open_embedder(embedder, ds, options.data), top_k);
+  if (options.require_same_services) check_services(config, world, run);
+  ReplayUser how;
+  how.scripted = options.regenerate_scripted_replies && track == Track::kMultiTurn &&
+                 config.value("user_sim", "") == "scripted";
+  how.seed = manifest.seed;
   config["rescored_from"] = std::filesystem::absolute(run).string();
   config["rescore"] = {{"data", std::filesystem::absolute(options.data).string()}, {"embedder", embedder},
                        {"top_k", top_k}};
@@ -129,6 +174,8 @@ RescoreReport rescore_run(const std::filesystem::path& run, const std::filesyste
   RunDirectory dir = RunDirectory::open(out, manifest, /*resume=*/false);
 
   RescoreReport report;
+  report.regenerated_replies = how.scripted;
+  report.split_tasks = ds.tasks(config.value("split", "test") == "train" ? data::Split::kTrain : data::Split::kTest).size();
   for (const TaskRecord& old : records) {
     ++report.records;
     if (!old.error.empty()) {  // an infrastructure error: there is no trajectory to grade
@@ -136,10 +183,11 @@ RescoreReport rescore_run(const std::filesystem::path& run, const std::filesyste
       ++report.copied_errors;
       continue;
     }
-    TaskRecord r = replay(*world.environment, ds, old, track, max_steps, run);
+    TaskRecord r = replay(*world.environment, ds, old, track, max_steps, how, run);
     const metrics::TaskScore before = score_of(old), after = score_of(r);
     report.changed_scores += before.f != after.f || before.r != after.r;
     report.changed_observations += !same_observations(old, r);
+    report.changed_replies += !same_observations(old, r, /*replies_only=*/true);
     dir.append(r);
     ++report.rescored;
   }

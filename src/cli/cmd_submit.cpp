@@ -1,0 +1,73 @@
+// `pwab submit prepare|verify`: leaderboard bundles whose claimed scores anyone can check against the dataset
+// (src/runner/submission.h, docs/submit.md).
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <iostream>
+
+#include "cli/cli.h"
+#include "cli/common.h"
+#include "core/error.h"
+#include "core/sys.h"
+#include "runner/submission.h"
+
+namespace pwab::cli {
+
+void add_submit_commands(CLI::App& app) {
+  auto* submit = app.add_subcommand("submit", "Leaderboard submissions: prepare a bundle of runs, or verify one");
+  submit->require_subcommand(1);
+
+  struct PrepareArgs {
+    std::vector<std::string> runs;
+    std::string out, description_file;
+    runner::SubmissionInfo info;
+  };
+  auto p = std::make_shared<PrepareArgs>();
+  auto* prepare = submit->add_subcommand("prepare", "Bundle run directories with their claimed scores");
+  prepare->add_option("runs", p->runs, "Run directories (merged, without errored tasks)")->required();
+  prepare->add_option("--out", p->out, "The bundle folder to write (new or empty)")->required();
+  prepare->add_option("--model", p->info.model, "The model behind the agent, as the leaderboard should name it")
+      ->required();
+  auto* text = prepare->add_option("--description", p->info.description, "Method, prompts, training data, links");
+  prepare->add_option("--description-file", p->description_file, "Read the description from a file")
+      ->excludes(text);
+  prepare->add_option("--bootstrap", p->info.bootstrap.resamples, "Bootstrap resamples of the claimed intervals")
+      ->capture_default_str()->check(CLI::Range(0, 1000000));
+  prepare->add_option("--confidence", p->info.bootstrap.confidence, "Interval level")->capture_default_str()
+      ->check(CLI::Range(0.5, 0.999));
+  prepare->add_option("--seed", p->info.bootstrap.seed, "Bootstrap seed")->capture_default_str();
+  prepare->callback([p] {
+    if (!p->description_file.empty()) p->info.description = read_file(p->description_file);
+    std::vector<std::filesystem::path> runs(p->runs.begin(), p->runs.end());
+    runner::prepare_submission(runs, p->out, p->info);
+    std::cout << read_file(std::filesystem::path(p->out) / "summary.md");
+    std::cerr << fmt::format("pwab: wrote the bundle {} ({} runs); check it with `pwab submit verify {} --data DATA`\n",
+                             p->out, runs.size(), p->out);
+  });
+
+  struct VerifyArgs {
+    std::string bundle, data, work_dir;
+    runner::VerifyOptions options;
+  };
+  auto v = std::make_shared<VerifyArgs>();
+  auto* verify = submit->add_subcommand("verify", "Re-score a bundle's trajectories on DATA and check its claims");
+  verify->add_option("bundle", v->bundle, "The bundle folder")->required();
+  verify->add_option("--data", v->data, "The dataset the runs claim to be on")->required();
+  verify->add_option("--embedder", v->options.embedder, "Review similarity (default: each run's own)");
+  verify->add_option("--index-dir", v->options.index_dir, "Search index root (default DATA's)");
+  verify->add_option("--checkpoint", v->options.checkpoint, "SASRec checkpoint (default DATA's)");
+  verify->add_option("--tolerance", v->options.tolerance, "Allowed difference of result accuracies and scores")
+      ->capture_default_str()->check(CLI::Range(0.0, 1.0));
+  verify->add_flag("--require-complete", v->options.require_complete, "Fail unless every run covers its whole split");
+  verify->add_option("--work-dir", v->work_dir, "Keep the re-scored runs here (default: a temporary folder)");
+  verify->callback([v] {
+    v->options.data = v->data;
+    v->options.work_dir = v->work_dir;
+    v->options.status = stderr_status();
+    runner::VerifyReport report = runner::verify_submission(v->bundle, v->options);
+    std::cout << runner::format_verify_report(report);
+    if (!report.ok()) throw Error("the bundle does not verify: " + report.first_failure());
+  });
+}
+
+}  // namespace pwab::cli

@@ -1,0 +1,369 @@
+// Submission bundles: prepare writes the claims beside the records; verify re-scores the records and compares
+// (submission.h).
+#include "runner/submission.h"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <map>
+#include <set>
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+#include "core/hash.h"
+#include "core/sys.h"
+#include "core/version.h"
+#include "env/tools.h"
+#include "report/report.h"
+#include "report/runs.h"
+#include "runner/rescore.h"
+#include "runner/results.h"
+
+namespace pwab::runner {
+namespace {
+
+using Json = nlohmann::json;
+namespace fs = std::filesystem;
+
+Json config_of(const RunManifest& manifest) {
+  Json config = Json::parse(manifest.config_json, nullptr, false);
+  return config.is_object() ? config : Json::object();
+}
+
+// What the environment was: everything besides the agent and the dataset that decides the numbers a trajectory
+// scores. Its fingerprint is the hash of this object's canonical text.
+Json environment_of(const RunManifest& manifest) {
+  const Json config = config_of(manifest);
+  Json env = {{"pwab_version", manifest.pwab_version}};
+  for (const char* key : {"split", "track", "user_sim", "max_steps", "top_k", "embedder", "search_index",
+                          "recommender", "trials"})
+    env[key] = config.contains(key) ? config[key] : Json(nullptr);
+  return env;
+}
+
+std::string fingerprint_of(const Json& object) { return to_hex(hash_bytes(object.dump())); }
+
+// The agent as the leaderboard shows it: its name, its configuration, and the models it called (names only: the
+// manifest never holds credentials).
+Json agent_of(const RunManifest& manifest) {
+  const Json config = config_of(manifest);
+  Json agent = {{"name", config.value("agent", "")},
+                {"config", config.contains("agent_config") ? config["agent_config"] : Json::object()}};
+  if (config.contains("llm")) agent["llm"] = config["llm"];
+  return agent;
+}
+
+std::string records_text(const std::vector<TaskRecord>& records) {
+  std::string text;
+  for (const TaskRecord& r : records) text += r.to_json_line() + "\n";
+  return text;
+}
+
+void require_empty_or_missing(const fs::path& out) {
+  std::error_code ec;
+  if (fs::exists(out, ec) && !(fs::is_directory(out, ec) && fs::is_empty(out, ec)))
+    throw UsageError(fmt::format("{} already exists and is not an empty folder: choose a new --out", out.string()));
+}
+
+//! The string field `key` of `object`, or a DataError naming the bundle file and the field.
+std::string string_field(const Json& object, const char* key, const std::string& where) {
+  if (!object.contains(key) || !object[key].is_string())
+    throw DataError(fmt::format("{}: \"{}\" is missing or not a string", where, key));
+  return object[key].get<std::string>();
+}
+
+// The first place where `claimed` and `computed` (two `pwab score --format json` objects) differ, or "": the same
+// keys, equal strings and integers, numbers within `tolerance` (relative above 1).
+std::string first_json_difference(const Json& claimed, const Json& computed, double tolerance,
+                                  const std::string& path = "") {
+  auto at = [&](const std::string& key) { return path.empty() ? key : path + "." + key; };
+  if (claimed.is_number() && computed.is_number()) {
+    const double a = claimed.get<double>(), b = computed.get<double>();
+    if (std::fabs(a - b) <= tolerance * std::max(1.0, std::fabs(b))) return "";
+    return fmt::format("{}: claimed {}, the records give {}", path, claimed.dump(), computed.dump());
+  }
+  if (claimed.type() != computed.type())
+    return fmt::format("{}: claimed {}, the records give {}", path, claimed.dump(), computed.dump());
+  if (claimed.is_object()) {
+    for (auto it = computed.begin(); it != computed.end(); ++it)
+      if (!claimed.contains(it.key())) return fmt::format("{}: not claimed", at(it.key()));
+    for (auto it = claimed.begin(); it != claimed.end(); ++it) {
+      if (!computed.contains(it.key())) return fmt::format("{}: claimed, but the records give no such figure", at(it.key()));
+      if (auto d = first_json_difference(it.value(), computed[it.key()], tolerance, at(it.key())); !d.empty()) return d;
+    }
+    return "";
+  }
+  if (claimed.is_array()) {
+    if (claimed.size() != computed.size())
+      return fmt::format("{}: {} entries claimed, the records give {}", path, claimed.size(), computed.size());
+    for (std::size_t i = 0; i < claimed.size(); ++i)
+      if (auto d = first_json_difference(claimed[i], computed[i], tolerance, fmt::format("{}[{}]", path, i));
+          !d.empty())
+        return d;
+    return "";
+  }
+  return claimed == computed ? "" : fmt::format("{}: claimed {}, the records give {}", path, claimed.dump(), computed.dump());
+}
+
+// The first record whose stored attempts or ending the replay does not reproduce, or "".
+std::string first_record_difference(const std::vector<TaskRecord>& stored, const std::vector<TaskRecord>& replayed,
+                                    bool replies_regenerated, double tolerance) {
+  std::map<RecordId, const TaskRecord*> by_id;
+  for (const TaskRecord& r : replayed) by_id[r.id()] = &r;
+  for (const TaskRecord& s : stored) {
+    auto it = by_id.find(s.id());
+    const std::string who = s.id().to_string();
+    if (it == by_id.end()) return who + ": the replay has no record of it";
+    const TaskRecord& r = *it->second;
+    if (!s.error.empty()) continue;  // copied as it is
+    if (replies_regenerated)
+      for (std::size_t i = 0; i < s.actions.size() && i < r.actions.size(); ++i)
+        if (s.actions[i].action.name == env::kRespond && s.actions[i].observation != r.actions[i].observation)
+          return fmt::format("{}: the user's reply at step {} is not the scripted user's (recorded \"{}\", the "
+                             "simulator says \"{}\")",
+                             who, i + 1, report::cut_utf8(s.actions[i].observation, 80),
+                             report::cut_utf8(r.actions[i].observation, 80));
+    if (s.attempts.size() != r.attempts.size())
+      return fmt::format("{}: {} scored attempts recorded, the trajectory makes {}", who, s.attempts.size(),
+                         r.attempts.size());
+    for (std::size_t i = 0; i < s.attempts.size(); ++i) {
+      const metrics::Attempt &a = s.attempts[i], &b = r.attempts[i];
+      if (a.function_acc != b.function_acc)
+        return fmt::format("{}: attempt {} claims function_acc {}, the trajectory gives {}", who, i + 1,
+                           a.function_acc, b.function_acc);
+      if (std::fabs(a.result_acc - b.result_acc) > tolerance * std::max(1.0, std::fabs(b.result_acc)))
+        return fmt::format("{}: attempt {} claims result_acc {}, the trajectory gives {}", who, i + 1, a.result_acc,
+                           b.result_acc);
+    }
+    if (s.ending != r.ending)
+      return fmt::format("{}: recorded ending \"{}\", the trajectory ends with \"{}\"", who, s.ending, r.ending);
+  }
+  return "";
+}
+
+// A temporary folder for the re-scored runs, removed when it goes out of scope (unless the caller named one).
+class WorkDir {
+ public:
+  explicit WorkDir(const fs::path& named) : path_(named), owned_(named.empty()) {
+    if (owned_) {
+      std::string pattern = (fs::temp_directory_path() / "pwab-verify-XXXXXX").string();
+      if (!mkdtemp(pattern.data())) throw Error("cannot create a temporary folder under " + fs::temp_directory_path().string());
+      path_ = pattern;
+    }
+  }
+  ~WorkDir() {
+    std::error_code ec;
+    if (owned_) fs::remove_all(path_, ec);
+  }
+  WorkDir(const WorkDir&) = delete;
+  WorkDir& operator=(const WorkDir&) = delete;
+  const fs::path& path() const { return path_; }
+
+ private:
+  fs::path path_;
+  bool owned_;
+};
+
+// The summary the claim was made with: its bootstrap settings and, with trials, its pass rule.
+metrics::Summary recompute(const std::vector<metrics::TaskOutcome>& outcomes, const Json& claimed) {
+  metrics::BootstrapOptions bootstrap;
+  if (claimed.contains("bootstrap") && claimed["bootstrap"].is_object()) {
+    const Json& b = claimed["bootstrap"];
+    bootstrap.resamples = b.value("resamples", bootstrap.resamples);
+    bootstrap.confidence = b.value("confidence", bootstrap.confidence);
+    bootstrap.seed = b.value("seed", bootstrap.seed);
+  }
+  metrics::PassRule rule;
+  if (claimed.contains("trials") && claimed["trials"].contains("pass_rule")) {
+    std::string text;
+    for (const auto& [type, threshold] : claimed["trials"]["pass_rule"].items())
+      if (threshold.is_number()) text += (text.empty() ? "" : ",") + type + "=" + threshold.dump();
+    if (!text.empty()) rule = metrics::PassRule::parse(text);
+  }
+  return metrics::summarize(outcomes, bootstrap, rule);
+}
+
+// Checks one run of the bundle; fills the verdict (failure empty when it verified).
+void verify_run(const fs::path& bundle, const Json& claim, const VerifyOptions& options,
+                const std::string& data_fingerprint, const fs::path& work, RunVerdict& verdict,
+                std::vector<std::string>& notes) {
+  const std::string where = (bundle / kSubmissionFile).string();
+  verdict.name = string_field(claim, "dir", where);
+  if (verdict.name.empty() || verdict.name.find("..") != std::string::npos || verdict.name.front() == '/')
+    throw DataError(fmt::format("{}: run folder \"{}\" is not a folder inside the bundle", where, verdict.name));
+  const fs::path dir = bundle / verdict.name;
+  const std::string records_hash = to_hex(hash_file(dir / kResultsFile));
+  report::Run stored = report::read_run(dir);
+  verdict.title = stored.title;
+  verdict.track = stored.track == metrics::Track::kSingleTurn ? "single" : "multi";
+  auto fail = [&](std::string why) { verdict.failure = std::move(why); };
+
+  if (records_hash != string_field(claim, "records_hash", where))
+    return fail(fmt::format("{}/{} is not the file the bundle was prepared with (hash {}, submission.json says {})",
+                            verdict.name, kResultsFile, records_hash, claim["records_hash"].get<std::string>()));
+  if (stored.manifest.dataset_fingerprint != data_fingerprint)
+    return fail(fmt::format("the run was made on dataset {}, but {} is {}", stored.manifest.dataset_fingerprint,
+                            options.data.string(), data_fingerprint));
+  if (string_field(claim, "dataset_fingerprint", where) != data_fingerprint)
+    return fail(fmt::format("submission.json claims dataset {}, but {} is {}",
+                            claim["dataset_fingerprint"].get<std::string>(), options.data.string(), data_fingerprint));
+  const Json environment = environment_of(stored.manifest);
+  if (string_field(claim, "environment_fingerprint", where) != fingerprint_of(environment))
+    return fail(fmt::format("submission.json claims environment {}, but the run's manifest describes {} ({})",
+                            claim["environment_fingerprint"].get<std::string>(), fingerprint_of(environment),
+                            environment.dump()));
+  if (stored.manifest.pwab_version != kVersion)
+    notes.push_back(fmt::format("{} was made with pwab {}; this is pwab {}", verdict.name,
+                                stored.manifest.pwab_version, kVersion));
+
+  RescoreOptions rescore;
+  rescore.data = options.data;
+  rescore.embedder = options.embedder;
+  rescore.index_dir = options.index_dir;
+  rescore.checkpoint = options.checkpoint;
+  rescore.status = options.status;
+  rescore.require_same_services = true;
+  rescore.regenerate_scripted_replies = true;
+  const fs::path out = work / verdict.name;
+  RescoreReport replay;
+  try {
+    replay = rescore_run(dir, out, rescore);
+  } catch (const DataError& e) {  // a record of a task DATA lacks, or other services: this run fails
+    return fail(e.what());
+  }
+  verdict.replies_regenerated = replay.regenerated_replies;
+  verdict.changed_observations = replay.changed_observations;
+  verdict.split_tasks = replay.split_tasks;
+  report::Run replayed = report::read_run(out);
+  verdict.records = replayed.records.size();
+  std::set<std::string> tasks;
+  for (const TaskRecord& r : replayed.records) tasks.insert(r.task_key);
+  verdict.tasks = tasks.size();
+  if (verdict.track == "multi" && !replay.regenerated_replies)
+    notes.push_back(fmt::format("{}: the user's replies are taken as recorded (its user simulator, {}, cannot be "
+                                "run again offline)",
+                                verdict.name, config_of(stored.manifest).value("user_sim", "unknown")));
+
+  if (auto d = first_record_difference(stored.records, replayed.records, replay.regenerated_replies, options.tolerance);
+      !d.empty())
+    return fail(d);
+  if (!claim.contains("scores") || !claim["scores"].is_object())
+    throw DataError(fmt::format("{}: run {} has no \"scores\" object", where, verdict.name));
+  const Json computed = Json::parse(metrics::format_json(recompute(replayed.outcomes, claim["scores"])));
+  if (auto d = first_json_difference(claim["scores"], computed, options.tolerance); !d.empty())
+    return fail("scores " + d);
+  if (options.require_complete && verdict.tasks < verdict.split_tasks)
+    return fail(fmt::format("covers {} of the {} tasks of its split (--require-complete)", verdict.tasks,
+                            verdict.split_tasks));
+}
+
+}  // namespace
+
+void prepare_submission(const std::vector<fs::path>& runs, const fs::path& out, const SubmissionInfo& info) {
+  if (runs.empty()) throw UsageError("a submission needs at least one run directory");
+  if (info.model.empty()) throw UsageError("name the model behind the agent with --model");
+  require_empty_or_missing(out);
+  std::vector<report::Run> read;
+  for (const fs::path& dir : runs) {
+    report::Run run = report::read_run(dir);
+    if (run.manifest.shard_count > 1)
+      throw UsageError(fmt::format("{} is shard {} of {}: `pwab merge` the shards into one run first", dir.string(),
+                                   run.manifest.shard_index, run.manifest.shard_count));
+    if (run.n_errored)
+      throw UsageError(fmt::format("{} has {} errored tasks (infrastructure failures): `pwab run ... --resume` "
+                                   "retries them before a submission",
+                                   dir.string(), run.n_errored));
+    if (run.records.empty()) throw UsageError(dir.string() + " has no records");
+    read.push_back(std::move(run));
+  }
+
+  Json bundle = {{"format", kSubmissionFormat},
+                 {"prepared_with", kVersion},
+                 {"created_utc", utc_now_iso()},
+                 {"model", info.model},
+                 {"description", info.description},
+                 {"runs", Json::array()}};
+  std::string summary_md = fmt::format("# {}\n\n{}\n", info.model, info.description);
+  for (std::size_t k = 0; k < read.size(); ++k) {
+    const report::Run& run = read[k];
+    const std::string name = fmt::format("runs/{}", k + 1);
+    const fs::path dir = out / name;
+    write_file_atomic(dir / kManifestFile, read_file(run.dir / kManifestFile));
+    const std::string records = records_text(run.records);
+    write_file_atomic(dir / kResultsFile, records);
+    const metrics::Summary summary = metrics::summarize(run.outcomes, info.bootstrap);
+    const Json environment = environment_of(run.manifest);
+    bundle["runs"].push_back({{"dir", name},
+                              {"title", run.title},
+                              {"agent", agent_of(run.manifest)},
+                              {"dataset_fingerprint", run.manifest.dataset_fingerprint},
+                              {"environment", environment},
+                              {"environment_fingerprint", fingerprint_of(environment)},
+                              {"records", run.records.size()},
+                              {"records_hash", to_hex(hash_bytes(records))},
+                              {"scores", Json::parse(metrics::format_json(summary))}});
+    summary_md += fmt::format("\n## Run {}: {}, {}-turn track\n\n{}", k + 1, run.title,
+                              run.track == metrics::Track::kSingleTurn ? "single" : "multi",
+                              report::render_summary(summary, run, "md"));
+  }
+  write_file_atomic(out / "summary.md", summary_md);
+  // submission.json last: a bundle without it is visibly unfinished.
+  write_file_atomic(out / kSubmissionFile, bundle.dump(2) + "\n");
+}
+
+bool VerifyReport::ok() const {
+  for (const RunVerdict& r : runs)
+    if (!r.failure.empty()) return false;
+  return true;
+}
+
+std::string VerifyReport::first_failure() const {
+  for (const RunVerdict& r : runs)
+    if (!r.failure.empty()) return fmt::format("{} ({}): {}", r.name, r.title, r.failure);
+  return "";
+}
+
+VerifyReport verify_submission(const fs::path& bundle, const VerifyOptions& options) {
+  const fs::path file = bundle / kSubmissionFile;
+  const Json claim = Json::parse(read_file(file), nullptr, false);
+  if (!claim.is_object()) throw DataError(file.string() + ": not a JSON object");
+  if (string_field(claim, "format", file.string()) != kSubmissionFormat)
+    throw DataError(fmt::format("{}: format \"{}\" is not {}", file.string(), claim["format"].get<std::string>(),
+                                kSubmissionFormat));
+  if (!claim.contains("runs") || !claim["runs"].is_array() || claim["runs"].empty())
+    throw DataError(file.string() + ": \"runs\" is missing, empty or not a list");
+
+  VerifyReport report;
+  report.model = string_field(claim, "model", file.string());
+  const std::string data_fingerprint = dataset_fingerprint(options.data);
+  WorkDir work(options.work_dir);
+  for (const Json& run : claim["runs"]) {
+    if (!run.is_object()) throw DataError(file.string() + ": an entry of \"runs\" is not an object");
+    RunVerdict verdict;
+    verify_run(bundle, run, options, data_fingerprint, work.path(), verdict, report.notes);
+    report.runs.push_back(std::move(verdict));
+  }
+  return report;
+}
+
+std::string format_verify_report(const VerifyReport& report) {
+  std::string text = fmt::format("submission: {} ({} runs)\n", report.model, report.runs.size());
+  for (const RunVerdict& r : report.runs) {
+    text += fmt::format("  {} {} [{}-turn]: ", r.name, r.title, r.track);
+    if (!r.failure.empty()) {
+      text += "FAILED: " + r.failure + "\n";
+      continue;
+    }
+    text += fmt::format("ok: {} records re-scored, the claimed scores follow; {} of {} tasks of its split", r.records,
+                        r.tasks, r.split_tasks);
+    if (r.track == "multi") text += r.replies_regenerated ? "; the scripted user's replies regenerated" : "";
+    if (r.changed_observations) text += fmt::format("; {} records saw other tool output", r.changed_observations);
+    text += "\n";
+  }
+  for (const std::string& note : report.notes) text += "  note: " + note + "\n";
+  text += report.ok() ? "verified\n" : "NOT verified: " + report.first_failure() + "\n";
+  return text;
+}
+
+}  // namespace pwab::runner
