@@ -11,7 +11,38 @@
 #include "core/version.h"
 #include "env/tools.h"
 #include "report/assets.h"
+#include "report/html_parts.h"
 #include "report/report.h"
+
+namespace pwab::report::html {
+
+std::string escape(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (char c : s) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      case '\'': out += "&#39;"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
+// The interval goes on a second, smaller line so that twelve columns fit a laptop screen.
+std::string cell(const std::string& text) {
+  auto space = text.find(' ');
+  if (space == std::string::npos) return escape(text);
+  return "<span class=\"v\">" + escape(text.substr(0, space)) + "</span> <span class=\"ci\">" +
+         escape(text.substr(space + 1)) + "</span>";
+}
+
+std::string run_id(std::size_t i) { return "R" + std::to_string(i + 1); }
+
+}  // namespace pwab::report::html
 
 namespace pwab::report {
 namespace {
@@ -51,32 +82,7 @@ std::string_view track_name(metrics::Track track) {
   return track == metrics::Track::kSingleTurn ? "single-turn" : "multi-turn";
 }
 
-std::string escape_html(std::string_view s) {
-  std::string out;
-  out.reserve(s.size());
-  for (char c : s) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out += c;
-    }
-  }
-  return out;
-}
-
-//! A table cell's text ("0.647 [0.61, 0.68]", as metrics formats it) with the interval on a second, smaller line
-//! so that twelve columns fit a laptop screen; the element's text stays exactly the formatted cell.
-std::string cell_html(const std::string& text) {
-  auto space = text.find(' ');
-  if (space == std::string::npos) return escape_html(text);
-  return "<span class=\"v\">" + escape_html(text.substr(0, space)) + "</span> <span class=\"ci\">" +
-         escape_html(text.substr(space + 1)) + "</span>";
-}
-
-std::string run_id(std::size_t i) { return "R" + std::to_string(i + 1); }
+using html::run_id;
 
 //! The config value `key` of a run as text ("" when absent).
 std::string config_text(const Run& run, const char* key) {
@@ -109,11 +115,11 @@ void append_runs(std::string& out, const std::vector<Run>& runs) {
         "<td>{5} {6}{7}</td><td data-metric=\"{0}.n_scored\">{8}</td><td data-metric=\"{0}.n_errored\"{9}>{10}</td>"
         "<td>{11}</td><td>{12}</td><td><code>{13}</code></td><td>{14}</td><td>{15}</td><td><code>{16}</code></td>"
         "</tr>\n",
-        id, i % 8, escape_html(r.title), escape_html(config_text(r, "agent")), track_name(r.track),
-        escape_html(config_text(r, "split")), escape_html(config_text(r, "tasks")), escape_html(shard),
-        r.outcomes.size(), r.n_errored ? " class=\"bad\"" : "", r.n_errored, escape_html(r.embedder), r.manifest.seed,
-        escape_html(r.manifest.dataset_fingerprint), escape_html(r.manifest.pwab_version),
-        escape_html(r.manifest.created_utc), escape_html(r.dir.string()));
+        id, i % 8, html::escape(r.title), html::escape(config_text(r, "agent")), track_name(r.track),
+        html::escape(config_text(r, "split")), html::escape(config_text(r, "tasks")), html::escape(shard),
+        r.outcomes.size(), r.n_errored ? " class=\"bad\"" : "", r.n_errored, html::escape(r.embedder), r.manifest.seed,
+        html::escape(r.manifest.dataset_fingerprint), html::escape(r.manifest.pwab_version),
+        html::escape(r.manifest.created_utc), html::escape(r.dir.string()));
   }
   out += "</tbody></table>";
   for (std::size_t i = 0; i < runs.size(); ++i)
@@ -141,13 +147,13 @@ void append_score_table(std::string& out, const std::vector<Run>& runs, const st
     if (runs[i].track != track) continue;
     std::string id = run_id(i);
     out += fmt::format("<tr><th class=\"method\"><span class=\"swatch c{}\"></span>{} {}</th>", i % 8, id,
-                       escape_html(runs[i].title));
+                       html::escape(runs[i].title));
     for (std::size_t g = 0; g < kGroups.size(); ++g) {
       const auto& group = group_of(sums[i], g);
       for (std::size_t m = 0; m < k; ++m) {
         const metrics::Cell& c = group.*kMetrics[m].cell;
         out += fmt::format("<td class=\"num{}\" data-metric=\"{}.{}.{}\">{}</td>", m == 0 ? " group" : "", id,
-                           kGroups[g].id, kMetrics[m].id, cell_html(metrics::format_cell(c)));
+                           kGroups[g].id, kMetrics[m].id, html::cell(metrics::format_cell(c)));
       }
     }
     out += "</tr>\n<tr class=\"counts\"><td></td>";
@@ -165,7 +171,8 @@ void append_scores(std::string& out, const std::vector<Run>& runs, const std::ve
   for (auto track : {metrics::Track::kSingleTurn, metrics::Track::kMultiTurn})
     if (std::any_of(runs.begin(), runs.end(), [&](const Run& r) { return r.track == track; }))
       append_score_table(out, runs, sums, track);
-  out += "</div><p class=\"note\">" + escape_html(bootstrap_note(bootstrap, "value", "tasks")) +
+  out += html::trials_tables(runs, sums);
+  out += "</div><p class=\"note\">" + html::escape(bootstrap_note(bootstrap, "value", "tasks")) +
          " Function Acc and Res Acc as the original aggregates them (docs/metrics.md); Res Acc of reviews is a cosine "
          "similarity of the run's review embedder, comparable only between runs with the same embedder.</p></section>\n";
 }
@@ -198,7 +205,7 @@ void append_chart(std::string& out, const std::vector<Run>& runs, const std::vec
           "<g data-metric=\"chart.{}.{}.{}\"><title>{} {}, {}: {}</title><rect class=\"bar c{}\" x=\"{:.1f}\" "
           "y=\"{:.1f}\" width=\"{:.1f}\" height=\"{:.1f}\"/><path class=\"whisker\" d=\"M{:.1f} {:.1f}V{:.1f}M{:.1f} "
           "{:.1f}h{:.1f}M{:.1f} {:.1f}h{:.1f}\"/></g>",
-          run_id(i), kGroups[g].id, metric.id, run_id(i), escape_html(runs[i].title), kGroups[g].display,
+          run_id(i), kGroups[g].id, metric.id, run_id(i), html::escape(runs[i].title), kGroups[g].display,
           metrics::format_cell(c), i % 8, x + 1, y(c.value), std::max(bar_w - 2, 1.0), y(0) - y(c.value), cx,
           y(c.ci_low), y(c.ci_high), cx - bar_w / 4, y(c.ci_low), bar_w / 2, cx - bar_w / 4, y(c.ci_high), bar_w / 2);
       if (runs.size() <= 4)
@@ -215,7 +222,7 @@ void append_charts(std::string& out, const std::vector<Run>& runs, const std::ve
   out += "<section id=\"charts\"><h2>Charts</h2><ul class=\"legend\">";
   for (std::size_t i = 0; i < runs.size(); ++i)
     out += fmt::format("<li><span class=\"swatch c{}\"></span>{} {} ({})</li>", i % 8, run_id(i),
-                       escape_html(runs[i].title), track_name(runs[i].track));
+                       html::escape(runs[i].title), track_name(runs[i].track));
   out += "</ul><div class=\"charts\">";
   append_chart(out, runs, sums, kMetrics[0]);
   append_chart(out, runs, sums, kMetrics[1]);
@@ -226,7 +233,7 @@ void append_charts(std::string& out, const std::vector<Run>& runs, const std::ve
 void append_comparisons(std::string& out, const std::vector<Run>& runs, const metrics::BootstrapOptions& bootstrap) {
   if (runs.size() < 2) return;
   out += "<section id=\"comparison\"><h2>Paired comparison</h2><p class=\"note\">" +
-         escape_html(bootstrap_note(bootstrap, "Rk − R1", "paired tasks")) +
+         html::escape(bootstrap_note(bootstrap, "Rk − R1", "paired tasks")) +
          " Tasks are paired by task key and grouped by R1's type, as <code>pwab compare</code> does.</p>\n";
   const Run& a = runs[0];
   for (std::size_t i = 1; i < runs.size(); ++i) {
@@ -235,7 +242,7 @@ void append_comparisons(std::string& out, const std::vector<Run>& runs, const me
     auto cmp = metrics::compare(a.outcomes, b.outcomes, bootstrap);
     bool steps = a.track == metrics::Track::kMultiTurn || b.track == metrics::Track::kMultiTurn;
     std::size_t k = steps ? 3 : 2;
-    out += fmt::format("<h3>{} {} minus {} {}</h3>", idb, escape_html(b.title), ida, escape_html(a.title));
+    out += fmt::format("<h3>{} {} minus {} {}</h3>", idb, html::escape(b.title), ida, html::escape(a.title));
     std::vector<std::string> notes;
     notes.push_back(fmt::format("{} paired tasks; only in {}: {}; only in {}: {}; type differs: {}.",
                                 cmp.overall.n_paired, ida, cmp.n_only_a, idb, cmp.n_only_b, cmp.n_type_mismatch));
@@ -244,7 +251,7 @@ void append_comparisons(std::string& out, const std::vector<Run>& runs, const me
     if (a.embedder != b.embedder)
       notes.push_back("The runs used different review embedders, so review Res Acc is not comparable.");
     if (a.track != b.track) notes.push_back("The runs are of different tracks.");
-    for (const auto& n : notes) out += "<p class=\"note\">" + escape_html(n) + "</p>";
+    for (const auto& n : notes) out += "<p class=\"note\">" + html::escape(n) + "</p>";
     out += "<table class=\"scores compare\"><thead><tr><th rowspan=\"2\">Group</th><th rowspan=\"2\">n</th>";
     for (std::size_t m = 0; m < k; ++m) out += fmt::format("<th colspan=\"3\" class=\"group\">{}</th>", kMetrics[m].display);
     out += "</tr><tr>";
@@ -260,7 +267,7 @@ void append_comparisons(std::string& out, const std::vector<Run>& runs, const me
         std::string sign = d.diff.ci_low > 0 ? " up" : d.diff.ci_high < 0 ? " down" : "";
         out += fmt::format("<td class=\"num group\">{:.3f}</td><td class=\"num\">{:.3f}</td><td class=\"num{}\" "
                            "data-metric=\"cmp.{}.{}.{}\">{}</td>",
-                           d.a, d.b, sign, idb, kGroups[g].id, kMetrics[m].id, cell_html(metrics::format_diff(d.diff)));
+                           d.a, d.b, sign, idb, kGroups[g].id, kMetrics[m].id, html::cell(metrics::format_diff(d.diff)));
       }
       out += "</tr>\n";
     }
@@ -273,7 +280,7 @@ void append_viewer(std::string& out, const std::vector<Run>& runs) {
   out += "<section id=\"trajectories\"><h2>Trajectories</h2><form class=\"filters\" id=\"filters\" "
          "onsubmit=\"return false\"><label>Run <select id=\"filter-run\"><option value=\"all\">all</option>";
   for (std::size_t i = 0; i < runs.size(); ++i)
-    out += fmt::format("<option value=\"{}\">{} {}</option>", i, run_id(i), escape_html(runs[i].title));
+    out += fmt::format("<option value=\"{}\">{} {}</option>", i, run_id(i), html::escape(runs[i].title));
   out += "</select></label><label>Type <select id=\"filter-type\"><option value=\"all\">all</option>"
          "<option value=\"search\">search</option><option value=\"recommend\">recommend</option>"
          "<option value=\"review\">review</option></select></label>"
@@ -282,7 +289,7 @@ void append_viewer(std::string& out, const std::vector<Run>& runs) {
          "<label title=\"A task failed when it errored, scored F = 0, or scored R below this\">R below "
          "<input type=\"number\" id=\"filter-below\" min=\"0\" max=\"1\" step=\"0.05\"></label>"
          "<label class=\"grow\">Search <input type=\"search\" id=\"filter-text\" "
-         "placeholder=\"instruction, task key, user or ASIN\"></label></form>"
+         "placeholder=\"instruction, messages, task key, user or ASIN\"></label></form>"
          "<p class=\"note\" id=\"task-count\"></p><div class=\"viewer\"><div class=\"list\"><table class=\"tasks\">"
          "<thead><tr><th>Run</th><th>Task</th><th class=\"trial-col\">Trial</th><th>Type</th><th>F</th><th>R</th>"
          "<th>Steps</th><th>Ending</th><th>Instruction</th></tr></thead><tbody id=\"task-list\"></tbody></table>"
@@ -401,20 +408,21 @@ std::string render_html(const std::vector<Run>& runs, const ReportOptions& optio
   std::string out;
   out += "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
          "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
-         "<meta name=\"generator\" content=\"pwab " + std::string(kVersion) + "\"><title>" + escape_html(options.title) +
+         "<meta name=\"generator\" content=\"pwab " + std::string(kVersion) + "\"><title>" + html::escape(options.title) +
          "</title>\n<script>" + std::string(assets::error_hook_js()) + "</script>\n<style>" +
          std::string(assets::report_css()) + "</style></head>\n<body>\n"
          "<div id=\"console-errors\" hidden><strong>This page hit a script error:</strong></div>\n<header><h1>" +
-         escape_html(options.title) + "</h1><nav><a href=\"#runs\">Runs</a> <a href=\"#scores\">Scores</a> "
+         html::escape(options.title) + "</h1><nav><a href=\"#runs\">Runs</a> <a href=\"#scores\">Scores</a> "
          "<a href=\"#charts\">Charts</a>" + (runs.size() > 1 ? " <a href=\"#comparison\">Comparison</a>" : "") +
-         " <a href=\"#trajectories\">Trajectories</a></nav></header>\n<main>\n";
+         " <a href=\"#analysis\">Analysis</a> <a href=\"#trajectories\">Trajectories</a></nav></header>\n<main>\n";
   append_runs(out, runs);
   append_scores(out, runs, sums, options.bootstrap);
   append_charts(out, runs, sums);
   append_comparisons(out, runs, options.bootstrap);
+  out += html::analysis_section(runs, sums);
   append_viewer(out, runs);
   out += "</main>\n<footer>Made by <code>pwab report</code> " + std::string(kVersion) +
-         (options.generated_utc.empty() ? std::string() : " on " + escape_html(options.generated_utc)) +
+         (options.generated_utc.empty() ? std::string() : " on " + html::escape(options.generated_utc)) +
          ". The numbers above are those of <code>pwab score</code> on each run directory.</footer>\n";
   out += "<script type=\"application/json\" id=\"pwab-data\">" + viewer_data(runs, options) + "</script>\n<script>" +
          std::string(assets::viewer_js()) + "</script>\n</body></html>\n";

@@ -5,6 +5,7 @@
 
 #include "core/error.h"
 #include "core/sys.h"
+#include "report/analysis.h"
 #include "runner/results.h"
 
 namespace pwab::report {
@@ -62,9 +63,15 @@ Run read_run(const std::filesystem::path& dir) {
 std::string render_summary(const metrics::Summary& s, const Run& run, const std::string& format) {
   const std::string embedder_note = "Review similarity: " + run.embedder + " embedder.\n";
   if (format == "table") return metrics::format_table(s, run.title, run.track) + embedder_note;
-  if (format == "md") return metrics::format_markdown(s, run.title, run.track) + "\n" + embedder_note;
+  if (format == "md")
+    return metrics::format_markdown(s, run.title, run.track) + "\n" + embedder_note +
+           analysis_markdown(analyze(run, s.trials.rule));
   if (format == "csv") return metrics::format_csv(s);
-  if (format == "json") return metrics::format_json(s);
+  if (format == "json") {
+    Json j = Json::parse(metrics::format_json(s));
+    j["analysis"] = Json::parse(analysis_json(analyze(run, s.trials.rule)));
+    return j.dump(2) + "\n";
+  }
   throw UsageError("--format must be table, md, csv or json, got '" + format + "'");
 }
 
@@ -73,7 +80,7 @@ std::string write_summaries(const std::filesystem::path& dir, const metrics::Boo
   auto summary = metrics::summarize(run.outcomes, bootstrap);
   write_file_atomic(dir / "summary.md", render_summary(summary, run, "md"));
   write_file_atomic(dir / "summary.csv", metrics::format_csv(summary));
-  write_file_atomic(dir / "summary.json", metrics::format_json(summary));
+  write_file_atomic(dir / "summary.json", render_summary(summary, run, "json"));
   return render_summary(summary, run, "table");
 }
 

@@ -36,7 +36,8 @@ std::string run_embedder(const runner::RunManifest& manifest);
 
 //! A run's summary as `pwab score --format` prints it: "table" and "md" (the paper's layout for the run's track,
 //! followed by the embedder that scored reviews: review R. Acc compares only across runs with the same one),
-//! "csv" or "json". UsageError for another format.
+//! "csv" or "json". "md" and "json" add the analysis figures (analysis.h: time per task; for multi-turn runs the
+//! action transitions and the results by step), "json" as its "analysis" object. UsageError for another format.
 std::string render_summary(const metrics::Summary& summary, const Run& run, const std::string& format);
 //! Writes summary.{md,csv,json} beside the records (derived files: `pwab score` rebuilds them) and returns the
 //! summary as a table.

@@ -330,6 +330,124 @@ TEST_F(ReportBrowser, HostileRecordTextStaysText) {
   EXPECT_NE(load.dom.find("&lt;/script&gt;&lt;script&gt;document.title='pwned'&lt;/script&gt;&lt;!--"), std::string::npos);
 }
 
+//! The analysis figures and the repeated-trials tables show `pwab score --format json`'s numbers, and the search
+//! box finds text that only the conversation holds.
+TEST_F(ReportBrowser, AnalysisAndTrialsEqualPwabScore) {
+  std::string err;
+  ASSERT_EQ(run_pwab("run --quiet --data " + path("mini") + " --agent heuristic --track multi --tasks 20:32 --trials 2 "
+                     "--out " + path("mt-trials"), nullptr, &err), 0) << err;
+  const fs::path page = *dir_ / "analysis.html";
+  ASSERT_EQ(run_pwab("report " + path("st") + " " + path("mt-trials") + " --out " + page.string(), nullptr, &err), 0)
+      << err;
+
+  // A word of the users' replies that no instruction has: the search box must find the rows whose conversation
+  // holds it (the agent's arguments and the user's replies), and only those.
+  auto haystack = [](const Json& r) {
+    std::string text = r["task"].get<std::string>() + " " + r["user_id"].get<std::string>() + " " +
+                       r["target_asin"].get<std::string>() + " " + r["instruction"].get<std::string>();
+    for (const auto& a : r["actions"]) {
+      text += " " + a["arguments"].get<std::string>();
+      if (a["name"] == "respond") text += " " + a["observation"].get<std::string>();
+    }
+    std::transform(text.begin(), text.end(), text.begin(), [](unsigned char c) { return std::tolower(c); });
+    return text;
+  };
+  std::vector<Json> rows = records_of(path("st"));
+  for (const auto& r : records_of(path("mt-trials"))) rows.push_back(r);
+  std::string word;
+  for (const auto& r : records_of(path("mt-trials"))) {
+    for (const auto& a : r["actions"]) {
+      if (a["name"] != "respond" || !word.empty()) continue;
+      std::istringstream words(a["observation"].get<std::string>());
+      for (std::string w; words >> w && word.empty();) {
+        std::transform(w.begin(), w.end(), w.begin(), [](unsigned char c) { return std::tolower(c); });
+        if (w.size() < 5 || !std::all_of(w.begin(), w.end(), ::isalpha)) continue;
+        bool in_instruction = false;
+        for (const auto& other : rows) {
+          std::string instr = other["instruction"];
+          std::transform(instr.begin(), instr.end(), instr.begin(), [](unsigned char c) { return std::tolower(c); });
+          in_instruction = in_instruction || instr.find(w) != std::string::npos;
+        }
+        if (!in_instruction) word = w;
+      }
+    }
+  }
+  ASSERT_FALSE(word.empty()) << "no reply word outside the instructions";
+  long expected = std::count_if(rows.begin(), rows.end(), [&](const Json& r) { return haystack(r).find(word) != std::string::npos; });
+  std::string html = read_text(page);
+  html.insert(html.rfind("</body>"), "<script>(function () { var e = document.getElementById('filter-text'); e.value = '" +
+                                         word + "'; e.dispatchEvent(new Event('input')); var p = "
+                                         "document.createElement('pre'); p.id = 'test-results'; p.textContent = "
+                                         "document.getElementById('task-count').dataset.matching; "
+                                         "document.body.appendChild(p); })();</script>");
+  write_text(*dir_ / "analysis-driven.html", html);
+  auto driven = load_page(*dir_ / "analysis-driven.html");
+  expect_clean(driven);
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(driven.dom, m, std::regex("<pre id=\"test-results\">([0-9]+)</pre>")));
+  EXPECT_GT(expected, 0);
+  EXPECT_EQ(std::stol(m[1].str()), expected) << word;
+
+  auto load = load_page(page);
+  expect_clean(load);
+  auto fixed = [](double v, int digits) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.*f", digits, v);
+    return std::string(buf);
+  };
+  const char* groups[] = {"search", "recommend", "review", "overall"};
+  const std::pair<std::string, std::string> runs[] = {{"R1", "st"}, {"R2", "mt-trials"}};
+  for (const auto& [id, name] : runs) {
+    std::string json;
+    ASSERT_EQ(run_pwab("score " + path(name) + " --format json", &json, &err), 0) << err;
+    const Json score = Json::parse(json);
+    const Json& analysis = score["analysis"];
+    // Figure 7.
+    for (const char* g : groups)
+      EXPECT_EQ(metric_text(load.dom, id + ".time." + g + ".mean"), fixed(analysis["time"][g]["mean"], 4)) << id << g;
+    for (const char* stat : {"median", "p90", "mean_agent", "mean_env"})
+      EXPECT_EQ(metric_text(load.dom, id + ".time.overall." + stat), fixed(analysis["time"]["overall"][stat], 4));
+    EXPECT_EQ(metric_text(load.dom, id + ".time.overall.n"), analysis["time"]["overall"]["n"].dump());
+    if (name == "st") {
+      EXPECT_FALSE(analysis.contains("transitions"));
+      EXPECT_FALSE(score.contains("trials"));
+      continue;
+    }
+    // Figure 8: every transition count, and one band per (turn, from, to).
+    std::size_t links = 0, bands = 0;
+    for (const char* g : {"search", "recommend", "review"}) {
+      for (const auto& t : analysis["transitions"][g]["totals"])
+        EXPECT_EQ(metric_text(load.dom, id + ".transitions." + g + "." + t["from"].get<std::string>() + "." +
+                                             t["to"].get<std::string>()),
+                  t["count"].dump());
+      for (const auto& turn : analysis["transitions"][g]["turns"]) links += turn["links"].size();
+    }
+    for (auto at = load.dom.find("data-link=\"" + id + "."); at != std::string::npos;
+         at = load.dom.find("data-link=\"" + id + ".", at + 1))
+      ++bands;
+    EXPECT_GT(links, 0u);
+    EXPECT_EQ(bands, links);
+    // Figure 9.
+    for (const char* g : groups)
+      for (const auto& row : analysis["by_step"][g]) {
+        const std::string key = id + ".by_step." + g + "." + row["step"].dump();
+        EXPECT_EQ(metric_text(load.dom, key + ".ended"), row["ended"].dump());
+        EXPECT_EQ(metric_text(load.dom, key + ".solved"), row["solved"].dump());
+        EXPECT_EQ(metric_text(load.dom, key + ".r_acc"), fixed(row["r_acc"], 3));
+      }
+    // The repeated-trials tables.
+    ASSERT_EQ(score["trials"]["max_trials"], 2);
+    for (const char* g : groups) {
+      const Json& tg = score["trials"]["groups"][g];
+      for (const auto& p : tg["pass_hat"])
+        EXPECT_EQ(metric_text(load.dom, id + ".trials." + g + ".pass_hat." + p["k"].dump()),
+                  cell(p) + "n = " + p["n_tasks"].dump());
+      EXPECT_EQ(metric_text(load.dom, id + ".trials." + g + ".flip_rate"), cell(tg["flip_rate"]) + "n = " + tg["n_multi"].dump());
+      EXPECT_EQ(metric_text(load.dom, id + ".trials." + g + ".mixed"), cell(tg["mixed"]) + "n = " + tg["n_multi"].dump());
+    }
+  }
+}
+
 //! Negative controls: the same checks on broken pages do report the errors, on both channels.
 TEST_F(ReportBrowser, BrokenPagesAreDetected) {
   // The report with its data blob cut short: JSON.parse throws in the viewer.

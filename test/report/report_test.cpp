@@ -9,6 +9,7 @@
 #include <regex>
 
 #include "core/error.h"
+#include "report/analysis.h"
 #include "runner/results.h"
 #include "support/test_support.h"
 #include "page_text.h"
@@ -262,6 +263,131 @@ TEST(CutUtf8, NeverSplitsACharacter) {
   EXPECT_EQ(cut_utf8("ab\xC3\xA9z", 3), "ab");         // é is two bytes: not cut in half
   EXPECT_EQ(cut_utf8("ab\xC3\xA9z", 4), "ab\xC3\xA9");
   EXPECT_EQ(cut_utf8("\xE2\x82\xAC\xE2\x82\xAC", 4), "\xE2\x82\xAC");
+}
+
+
+// --- the analysis figures (analysis.h) -----------------------------------------------------------------------
+
+//! A multi-turn episode of `type` whose actions are `names` (the task function scored `r`), timed agent/env.
+runner::TaskRecord episode(int i, data::TaskType type, const std::vector<std::string>& names, double r,
+                           double agent_s, double env_s) {
+  runner::TaskRecord rec = record(i);
+  rec.type = type;
+  rec.actions.clear();
+  rec.attempts.clear();
+  for (const auto& name : names) {
+    const bool task_fn = name == "search_product_by_query" || name == "get_recommendations_by_history" ||
+                         name == "add_product_review";
+    rec.actions.push_back({{name, "{}"}, "obs", {task_fn ? 1.0 : 0.0, task_fn ? r : 0.0}, false, task_fn});
+    if (task_fn) rec.attempts.push_back({1.0, r});
+  }
+  rec.steps = static_cast<int>(names.size());
+  rec.ending = names.back() == "stop" ? "stop" : "step_cap";
+  rec.seconds_agent = agent_s;
+  rec.seconds_env = env_s;
+  return rec;
+}
+
+TEST(Analysis, TimesTransitionsAndStepsFollowTheRecords) {
+  TempDir dir;
+  const auto search = data::TaskType::kSearch, review = data::TaskType::kReview;
+  std::vector<runner::TaskRecord> recs = {
+      episode(0, search, {"search_product_by_query", "respond", "stop"}, 0.9, 1.0, 0.5),
+      episode(1, search, {"respond", "search_product_by_query", "respond", "search_product_by_query", "stop"}, 0.4,
+              2.0, 1.0),
+      episode(2, search, {"search_product_by_query", "respond", "stop"}, 0.0, 3.0, 0.0),
+      episode(3, review, {"add_product_review", "stop"}, 0.7, 4.0, 2.0),
+      episode(4, search, {"bogus_tool"}, 0.0, 9.0, 9.0),
+  };
+  recs[4].error = "LLM endpoint unreachable";  // errored: in no figure
+  report::Run run = read_run(make_run(dir, "mt", "multi", recs));
+  Analysis a = analyze(run);
+  ASSERT_TRUE(a.multi_turn);
+
+  // Figure 7: seconds per finished task; nearest-rank median and p90.
+  EXPECT_EQ(a.time[0].n, 3u);
+  EXPECT_DOUBLE_EQ(a.time[0].mean, 2.5);  // (1.5 + 3 + 3) / 3
+  EXPECT_DOUBLE_EQ(a.time[0].mean_agent, 2.0);
+  EXPECT_DOUBLE_EQ(a.time[0].mean_env, 0.5);
+  EXPECT_DOUBLE_EQ(a.time[0].median, 3.0);
+  EXPECT_DOUBLE_EQ(a.time[3].median, 3.0);  // 1.5, 3, 3, 6
+  EXPECT_DOUBLE_EQ(a.time[3].p90, 6.0);
+  EXPECT_EQ(a.time[1].n, 0u);
+
+  // Figure 8: the search episodes turn by turn.
+  const TurnFlow& f = a.flows[0];
+  EXPECT_EQ(f.episodes, 3u);
+  ASSERT_EQ(f.actions.size(), 5u);
+  EXPECT_EQ(f.actions[0].at("search"), 2u);
+  EXPECT_EQ(f.actions[0].at("respond"), 1u);
+  EXPECT_EQ(f.actions[2].at("stop"), 2u);
+  EXPECT_EQ(f.actions[2].at("respond"), 1u);
+  EXPECT_EQ(f.links[0].at({"start", "search"}), 2u);
+  EXPECT_EQ(f.links[1].at({"search", "respond"}), 2u);
+  EXPECT_EQ(f.links[1].at({"respond", "search"}), 1u);
+  EXPECT_EQ(f.totals.at({"search", "respond"}), 3u);
+  EXPECT_EQ(f.totals.at({"stop", "end"}), 3u);
+  EXPECT_EQ(a.flows[2].totals.at({"review", "stop"}), 1u);
+  EXPECT_EQ(action_label("bogus_tool"), "other");
+  EXPECT_EQ(action_label("get_product_details_by_asin"), "details");
+
+  // Figure 9: by steps taken. Search: two ended at step 3 (R 0.9 solved, R 0 not), one at step 5 (0.4, solved).
+  ASSERT_EQ(a.steps[0].size(), 2u);
+  EXPECT_EQ(a.steps[0][0].step, 3);
+  EXPECT_EQ(a.steps[0][0].ended, 2u);
+  EXPECT_EQ(a.steps[0][0].solved, 1u);
+  EXPECT_DOUBLE_EQ(a.steps[0][0].r_acc, 0.45);
+  EXPECT_EQ(a.steps[0][1].step, 5);
+  EXPECT_EQ(a.steps[0][1].solved, 1u);
+  // Review's pass rule needs R >= 0.5: 0.7 passes, and with a stricter rule it does not.
+  EXPECT_EQ(a.steps[2][0].solved, 1u);
+  EXPECT_EQ(analyze(run, metrics::PassRule::parse("review=0.8")).steps[2][0].solved, 0u);
+  EXPECT_EQ(a.steps[3].size(), 3u);  // overall: steps 2, 3 and 5
+
+  // The JSON and Markdown renderings carry the same numbers.
+  Json j = Json::parse(analysis_json(a));
+  EXPECT_DOUBLE_EQ(j["time"]["overall"]["p90"].get<double>(), 6.0);
+  EXPECT_EQ(j["transitions"]["search"]["turns"][1]["actions"]["respond"], 2);
+  EXPECT_EQ(j["by_step"]["search"][0]["ended"], 2);
+  EXPECT_EQ(j["by_step"]["pass_rule"]["review"], 0.5);
+  const std::string md = analysis_markdown(a);
+  EXPECT_NE(md.find("| Overall | 4 | 3.3750 | 3.0000 | 6.0000 |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| start | 2 | 1 | | |"), std::string::npos) << md;  // to search, respond, stop, end
+  EXPECT_NE(md.find("| 3 | 2 | 1 | 0.450 |"), std::string::npos) << md;
+
+  // A single-turn run has the time table only.
+  report::Run single = read_run(make_run(dir, "st", "single", records(6)));
+  Json js = Json::parse(analysis_json(analyze(single)));
+  EXPECT_TRUE(js.contains("time"));
+  EXPECT_FALSE(js.contains("transitions"));
+  EXPECT_FALSE(js.contains("by_step"));
+}
+
+TEST(Analysis, ThePageDrawsTheFiguresAndTheTrialsTables) {
+  TempDir dir;
+  std::vector<runner::TaskRecord> recs;
+  for (int trial = 0; trial < 2; ++trial)
+    for (int i = 0; i < 6; ++i) {
+      auto r = episode(i, static_cast<data::TaskType>(i % 3), {"respond", "search_product_by_query", "stop"},
+                       trial == 0 ? 0.8 : 0.3 * (i % 2), 0.1, 0.2);
+      r.trial = trial;
+      recs.push_back(r);
+    }
+  report::Run run = read_run(make_run(dir, "mt", "multi", recs));
+  const std::string page = render_html({run});
+  const auto summary = metrics::summarize(run.outcomes);
+  EXPECT_EQ(metric_text(page, "R1.trials.overall.pass_hat.2"),
+            metrics::format_cell(summary.trials.overall.pass_hat[1]) + "n = 6");
+  EXPECT_EQ(metric_text(page, "R1.trials.search.flip_rate"),
+            metrics::format_cell(summary.trials.by_type[0].flip_rate) + "n = 2");
+  EXPECT_EQ(metric_text(page, "R1.time.overall.mean"), "0.3000");
+  EXPECT_EQ(metric_text(page, "R1.transitions.search.start.respond"), "4");
+  EXPECT_EQ(metric_text(page, "R1.by_step.overall.3.ended"), "12");
+  // One band per transition of each turn: start→respond, respond→search, search→stop for each type.
+  std::size_t bands = 0;
+  for (auto at = page.find("class=\"link "); at != std::string::npos; at = page.find("class=\"link ", at + 1)) ++bands;
+  EXPECT_EQ(bands, 9u);
+  EXPECT_NE(page.find("href=\"#analysis\""), std::string::npos);
 }
 
 }  // namespace

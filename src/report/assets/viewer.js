@@ -8,12 +8,24 @@
   var LONG_OBSERVATION = 600; // longer observations start folded
 
   var data = JSON.parse(document.getElementById('pwab-data').textContent);
+
+  // What the search box looks in: the task's key, user, target and instruction, and its messages: every action's
+  // arguments (the agent's queries, reviews and messages to the user) and the user's replies. Product lists are
+  // left out (they would match nearly every query).
+  function searchText(t) {
+    var parts = [t.key, t.user, t.target, t.instruction];
+    (t.actions || []).forEach(function (a) {
+      parts.push(a.args);
+      if (a.name === 'respond' && a.obs) parts.push(a.obs.text);
+    });
+    return parts.join(' ').toLowerCase();
+  }
   var tasks = data.tasks;
   var byKey = {};            // task key -> indices of that task in every run (for "same task in other runs")
   var hasTrials = false;
   tasks.forEach(function (t, i) {
     t.index = i;
-    t.search = (t.key + ' ' + t.user + ' ' + t.target + ' ' + t.instruction).toLowerCase();
+    t.search = searchText(t);
     (byKey[t.key] = byKey[t.key] || []).push(i);
     if (t.trial !== undefined && t.trial !== null) hasTrials = true;
   });
