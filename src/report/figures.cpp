@@ -77,7 +77,8 @@ void append_time(std::string& out, const std::vector<Run>& runs, const std::vect
     for (std::size_t g = 0; g < 4; ++g)
       out += metric_td(fmt::format("{}.time.{}.mean", id, kGroupIds[g]), seconds(an[i].time[g].mean), "num group");
     const TimeStats& t = an[i].time[3];
-    out += metric_td(id + ".time.overall.median", seconds(t.median)) + metric_td(id + ".time.overall.p90", seconds(t.p90)) +
+    out += metric_td(id + ".time.overall.median", seconds(t.median)) +
+           metric_td(id + ".time.overall.p90", seconds(t.p90)) +
            metric_td(id + ".time.overall.mean_agent", seconds(t.mean_agent)) +
            metric_td(id + ".time.overall.mean_env", seconds(t.mean_env)) +
            metric_td(id + ".time.overall.n", std::to_string(t.n)) + "</tr>\n";
@@ -114,7 +115,8 @@ void append_flow(std::string& out, const std::string& id, std::size_t g, const T
   const double scale = (height - top - bottom - gap * static_cast<double>(most_nodes - 1)) /
                        static_cast<double>(f.episodes);
   auto x_of = [&](std::size_t c) {
-    return left + (width - left - right - node_w) * static_cast<double>(c) / static_cast<double>(std::max<std::size_t>(turns, 1));
+    const double spacing = (width - left - right - node_w) / static_cast<double>(std::max<std::size_t>(turns, 1));
+    return left + spacing * static_cast<double>(c);
   };
   std::vector<std::map<std::string, double>> y(turns + 1);  // each node's top
   for (std::size_t c = 0; c <= turns; ++c) {
@@ -154,7 +156,8 @@ void append_flow(std::string& out, const std::string& id, std::size_t g, const T
       const double h = std::max(1.0, static_cast<double>(n) * scale);
       out += fmt::format("<rect class=\"node lab-{}\" x=\"{:.1f}\" y=\"{:.1f}\" width=\"{}\" height=\"{:.1f}\"><title>"
                          "{}{}: {}</title></rect>",
-                         label, x_of(c), y[c].at(label), node_w, h, c == 0 ? "" : fmt::format("turn {}: ", c), label, n);
+                         label, x_of(c), y[c].at(label), node_w, h, c == 0 ? "" : fmt::format("turn {}: ", c),
+                         label, n);
       if (h >= 11)  // the count; the colour names the function (the legend above)
         out += fmt::format("<text class=\"nodelabel\" x=\"{:.1f}\" y=\"{:.1f}\">{}</text>", x_of(c) + node_w + 3,
                            y[c].at(label) + std::min(h / 2, 9.0) + 3, n);
@@ -200,19 +203,22 @@ void append_step_chart(std::string& out, std::size_t g, const std::vector<StepRo
   auto x_of = [&](int step) { return left + slot * (static_cast<double>(step) - 0.5); };
   auto y_count = [&](double n) { return top + plot_h * (1 - n / static_cast<double>(most)); };
   auto y_acc = [&](double v) { return top + plot_h * (1 - std::clamp(v, 0.0, 1.0)); };
-  out += fmt::format("<figure class=\"chart step\"><figcaption>{}</figcaption><svg xmlns=\"http://www.w3.org/2000/svg\" "
-                     "viewBox=\"0 0 {} {}\" role=\"img\" aria-label=\"{} tasks and Res Acc by step\">",
+  out += fmt::format("<figure class=\"chart step\"><figcaption>{}</figcaption>"
+                     "<svg xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 {} {}\" role=\"img\" "
+                     "aria-label=\"{} tasks and Res Acc by step\">",
                      kGroupNames[g], width, height, kGroupNames[g]);
   for (int tick = 0; tick <= 4; ++tick) {
     const double v = tick / 4.0;
     out += fmt::format("<line class=\"grid\" x1=\"{}\" x2=\"{}\" y1=\"{:.1f}\" y2=\"{:.1f}\"/><text class=\"tick\" "
-                       "x=\"{}\" y=\"{:.1f}\">{:.0f}</text><text class=\"tick right\" x=\"{}\" y=\"{:.1f}\">{:.2f}</text>",
+                       "x=\"{}\" y=\"{:.1f}\">{:.0f}</text><text class=\"tick right\" x=\"{}\" y=\"{:.1f}\">{:.2f}"
+                       "</text>",
                        left, width - right, y_acc(v), y_acc(v), left - 4, y_acc(v) + 4,
                        v * static_cast<double>(most), width - right + 4, y_acc(v) + 4, v);
   }
   std::string line;
   for (const StepRow& r : rows) {
-    const double x = x_of(r.step), y = y_count(static_cast<double>(r.ended)), ys = y_count(static_cast<double>(r.solved));
+    const double x = x_of(r.step), y = y_count(static_cast<double>(r.ended));
+    const double ys = y_count(static_cast<double>(r.solved));
     out += fmt::format("<g><title>step {}: {} ended, {} solved, Res Acc {:.3f}</title><rect class=\"bar ended\" "
                        "x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"{:.1f}\"/><rect class=\"bar solved\" "
                        "x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"{:.1f}\"/></g>",
@@ -249,7 +255,8 @@ void append_step_table(std::string& out, const std::string& id, const Analysis& 
       any = true;
       const std::string key = fmt::format("{}.by_step.{}.{}", id, kGroupIds[g], s);
       row += metric_td(key + ".ended", std::to_string(it->ended), "num group") +
-             metric_td(key + ".solved", std::to_string(it->solved)) + metric_td(key + ".r_acc", fmt::format("{:.3f}", it->r_acc));
+             metric_td(key + ".solved", std::to_string(it->solved)) +
+             metric_td(key + ".r_acc", fmt::format("{:.3f}", it->r_acc));
     }
     if (any) out += row + "</tr>";
   }

@@ -175,7 +175,8 @@ RescoreReport rescore_run(const std::filesystem::path& run, const std::filesyste
 
   RescoreReport report;
   report.regenerated_replies = how.scripted;
-  report.split_tasks = ds.tasks(config.value("split", "test") == "train" ? data::Split::kTrain : data::Split::kTest).size();
+  const bool train = config.value("split", "test") == "train";
+  report.split_tasks = ds.tasks(train ? data::Split::kTrain : data::Split::kTest).size();
   for (const TaskRecord& old : records) {
     ++report.records;
     if (!old.error.empty()) {  // an infrastructure error: there is no trajectory to grade

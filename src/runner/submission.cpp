@@ -89,7 +89,8 @@ std::string first_json_difference(const Json& claimed, const Json& computed, dou
     for (auto it = computed.begin(); it != computed.end(); ++it)
       if (!claimed.contains(it.key())) return fmt::format("{}: not claimed", at(it.key()));
     for (auto it = claimed.begin(); it != claimed.end(); ++it) {
-      if (!computed.contains(it.key())) return fmt::format("{}: claimed, but the records give no such figure", at(it.key()));
+      if (!computed.contains(it.key()))
+        return fmt::format("{}: claimed, but the records give no such figure", at(it.key()));
       if (auto d = first_json_difference(it.value(), computed[it.key()], tolerance, at(it.key())); !d.empty()) return d;
     }
     return "";
@@ -103,7 +104,8 @@ std::string first_json_difference(const Json& claimed, const Json& computed, dou
         return d;
     return "";
   }
-  return claimed == computed ? "" : fmt::format("{}: claimed {}, the records give {}", path, claimed.dump(), computed.dump());
+  if (claimed == computed) return "";
+  return fmt::format("{}: claimed {}, the records give {}", path, claimed.dump(), computed.dump());
 }
 
 // The first record whose stored attempts or ending the replay does not reproduce, or "".
@@ -148,7 +150,8 @@ class WorkDir {
   explicit WorkDir(const fs::path& named) : path_(named), owned_(named.empty()) {
     if (owned_) {
       std::string pattern = (fs::temp_directory_path() / "pwab-verify-XXXXXX").string();
-      if (!mkdtemp(pattern.data())) throw Error("cannot create a temporary folder under " + fs::temp_directory_path().string());
+      if (!mkdtemp(pattern.data()))
+        throw Error("cannot create a temporary folder under " + fs::temp_directory_path().string());
       path_ = pattern;
     }
   }

@@ -334,8 +334,11 @@ TEST_F(ReportBrowser, HostileRecordTextStaysText) {
 //! box finds text that only the conversation holds.
 TEST_F(ReportBrowser, AnalysisAndTrialsEqualPwabScore) {
   std::string err;
-  ASSERT_EQ(run_pwab("run --quiet --data " + path("mini") + " --agent heuristic --track multi --tasks 20:32 --trials 2 "
-                     "--out " + path("mt-trials"), nullptr, &err), 0) << err;
+  ASSERT_EQ(run_pwab("run --quiet --data " + path("mini") + " --agent heuristic --track multi --tasks 20:32 "
+                     "--trials 2 --out " + path("mt-trials"),
+                     nullptr, &err),
+            0)
+      << err;
   const fs::path page = *dir_ / "analysis.html";
   ASSERT_EQ(run_pwab("report " + path("st") + " " + path("mt-trials") + " --out " + page.string(), nullptr, &err), 0)
       << err;
@@ -373,13 +376,14 @@ TEST_F(ReportBrowser, AnalysisAndTrialsEqualPwabScore) {
     }
   }
   ASSERT_FALSE(word.empty()) << "no reply word outside the instructions";
-  long expected = std::count_if(rows.begin(), rows.end(), [&](const Json& r) { return haystack(r).find(word) != std::string::npos; });
+  long expected = std::count_if(rows.begin(), rows.end(),
+                                [&](const Json& r) { return haystack(r).find(word) != std::string::npos; });
   std::string html = read_text(page);
-  html.insert(html.rfind("</body>"), "<script>(function () { var e = document.getElementById('filter-text'); e.value = '" +
-                                         word + "'; e.dispatchEvent(new Event('input')); var p = "
-                                         "document.createElement('pre'); p.id = 'test-results'; p.textContent = "
-                                         "document.getElementById('task-count').dataset.matching; "
-                                         "document.body.appendChild(p); })();</script>");
+  html.insert(html.rfind("</body>"),
+              "<script>(function () { var e = document.getElementById('filter-text'); e.value = '" + word +
+                  "'; e.dispatchEvent(new Event('input')); var p = document.createElement('pre'); p.id = "
+                  "'test-results'; p.textContent = document.getElementById('task-count').dataset.matching; "
+                  "document.body.appendChild(p); })();</script>");
   write_text(*dir_ / "analysis-driven.html", html);
   auto driven = load_page(*dir_ / "analysis-driven.html");
   expect_clean(driven);
@@ -442,8 +446,9 @@ TEST_F(ReportBrowser, AnalysisAndTrialsEqualPwabScore) {
       for (const auto& p : tg["pass_hat"])
         EXPECT_EQ(metric_text(load.dom, id + ".trials." + g + ".pass_hat." + p["k"].dump()),
                   cell(p) + "n = " + p["n_tasks"].dump());
-      EXPECT_EQ(metric_text(load.dom, id + ".trials." + g + ".flip_rate"), cell(tg["flip_rate"]) + "n = " + tg["n_multi"].dump());
-      EXPECT_EQ(metric_text(load.dom, id + ".trials." + g + ".mixed"), cell(tg["mixed"]) + "n = " + tg["n_multi"].dump());
+      const std::string n_multi = "n = " + tg["n_multi"].dump();
+      EXPECT_EQ(metric_text(load.dom, id + ".trials." + g + ".flip_rate"), cell(tg["flip_rate"]) + n_multi);
+      EXPECT_EQ(metric_text(load.dom, id + ".trials." + g + ".mixed"), cell(tg["mixed"]) + n_multi);
     }
   }
 }
