@@ -229,6 +229,9 @@ void verify_run(const fs::path& bundle, const Json& claim, const VerifyOptions& 
   rescore.require_same_services = true;
   rescore.regenerate_scripted_replies = true;
   const fs::path out = work / verdict.name;
+  if (options.status)
+    options.status(fmt::format("re-scoring {} ({}, {} records) on {}", verdict.name, verdict.title,
+                               stored.records.size(), options.data.string()));
   RescoreReport replay;
   try {
     replay = rescore_run(dir, out, rescore);
