@@ -92,6 +92,11 @@ std::string action_label(const std::string& name) {
   return "other";
 }
 
+const StepRow* find_step(const std::vector<StepRow>& rows, int step) {
+  auto it = std::find_if(rows.begin(), rows.end(), [step](const StepRow& r) { return r.step == step; });
+  return it == rows.end() ? nullptr : &*it;
+}
+
 Analysis analyze(const Run& run, const metrics::PassRule& rule) {
   Analysis a;
   a.multi_turn = run.track == metrics::Track::kMultiTurn;
@@ -207,26 +212,17 @@ std::string analysis_markdown(const Analysis& a) {
                     "episode took: the episodes that ended there, how many were solved (pass rule {}), and their "
                     "mean Res Acc.\n\n| Step |",
                     a.rule.to_string());
-  int max_step = 0;
-  for (const auto& rows : a.steps)
-    for (const StepRow& r : rows) max_step = std::max(max_step, r.step);
   for (std::size_t g = 0; g < 4; ++g) md += fmt::format(" {0} ended | {0} solved | {0} Res Acc |", kGroupNames[g]);
   md += "\n|---|";
   for (std::size_t i = 0; i < 12; ++i) md += "---|";
   md += "\n";
-  for (int s = 1; s <= max_step; ++s) {
-    std::string line = fmt::format("| {} |", s);
-    bool any = false;
+  for (const StepRow& overall : a.steps[3]) {
+    md += fmt::format("| {} |", overall.step);
     for (std::size_t g = 0; g < 4; ++g) {
-      auto it = std::find_if(a.steps[g].begin(), a.steps[g].end(), [&](const StepRow& r) { return r.step == s; });
-      if (it == a.steps[g].end()) {
-        line += " 0 | 0 | |";
-        continue;
-      }
-      any = true;
-      line += fmt::format(" {} | {} | {:.3f} |", it->ended, it->solved, it->r_acc);
+      const StepRow* r = find_step(a.steps[g], overall.step);
+      md += r ? fmt::format(" {} | {} | {:.3f} |", r->ended, r->solved, r->r_acc) : " 0 | 0 | |";
     }
-    if (any) md += line + "\n";
+    md += "\n";
   }
   return md;
 }

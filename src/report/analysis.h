@@ -63,6 +63,10 @@ struct Analysis {
   metrics::PassRule rule;                //!< what "solved" means
 };
 
+//! The row of `step` among a group's rows, or null when none of its episodes ended there. (The overall group has
+//! a row at every step where any group has one, so its rows list the steps to show.)
+const StepRow* find_step(const std::vector<StepRow>& rows, int step);
+
 //! The analysis of a run; "solved" is `rule`'s pass (the same rule as pass^k).
 Analysis analyze(const Run& run, const metrics::PassRule& rule = {});
 

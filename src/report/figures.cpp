@@ -237,28 +237,26 @@ void append_step_chart(std::string& out, std::size_t g, const std::vector<StepRo
                      height - 1);
 }
 
-void append_step_table(std::string& out, const std::string& id, const Analysis& a, int max_step) {
+void append_step_table(std::string& out, const std::string& id, const Analysis& a) {
   out += "<div class=\"scroll\"><table class=\"scores analysis\"><thead><tr><th rowspan=\"2\">Step</th>";
   for (std::size_t g = 0; g < 4; ++g) out += fmt::format("<th colspan=\"3\" class=\"group\">{}</th>", kGroupNames[g]);
   out += "</tr><tr>";
   for (std::size_t g = 0; g < 4; ++g) out += "<th class=\"group\">ended</th><th>solved</th><th>Res Acc</th>";
   out += "</tr></thead><tbody>";
-  for (int s = 1; s <= max_step; ++s) {
-    std::string row = fmt::format("<tr><th>{}</th>", s);
-    bool any = false;
+  for (const StepRow& overall : a.steps[3]) {
+    out += fmt::format("<tr><th>{}</th>", overall.step);
     for (std::size_t g = 0; g < 4; ++g) {
-      auto it = std::find_if(a.steps[g].begin(), a.steps[g].end(), [&](const StepRow& r) { return r.step == s; });
-      if (it == a.steps[g].end()) {
-        row += "<td class=\"num group\">0</td><td class=\"num\">0</td><td></td>";
+      const StepRow* r = find_step(a.steps[g], overall.step);
+      if (!r) {
+        out += "<td class=\"num group\">0</td><td class=\"num\">0</td><td></td>";
         continue;
       }
-      any = true;
-      const std::string key = fmt::format("{}.by_step.{}.{}", id, kGroupIds[g], s);
-      row += metric_td(key + ".ended", std::to_string(it->ended), "num group") +
-             metric_td(key + ".solved", std::to_string(it->solved)) +
-             metric_td(key + ".r_acc", fmt::format("{:.3f}", it->r_acc));
+      const std::string key = fmt::format("{}.by_step.{}.{}", id, kGroupIds[g], r->step);
+      out += metric_td(key + ".ended", std::to_string(r->ended), "num group") +
+             metric_td(key + ".solved", std::to_string(r->solved)) +
+             metric_td(key + ".r_acc", fmt::format("{:.3f}", r->r_acc));
     }
-    if (any) out += row + "</tr>";
+    out += "</tr>";
   }
   out += "</tbody></table></div>";
 }
@@ -341,14 +339,12 @@ std::string analysis_section(const std::vector<Run>& runs, const std::vector<met
   for (std::size_t i = 0; i < runs.size(); ++i) {
     if (!an[i].multi_turn) continue;
     const std::string id = run_id(i);
-    int max_step = 1;
-    for (const auto& rows : an[i].steps)
-      for (const StepRow& r : rows) max_step = std::max(max_step, r.step);
+    const int max_step = an[i].steps[3].empty() ? 1 : an[i].steps[3].back().step;  // rows are in step order
     out += fmt::format("<h4><span class=\"swatch c{}\"></span>{} {}</h4><div class=\"charts\">", i % 8, id,
                        escape(runs[i].title));
     for (std::size_t g = 0; g < 4; ++g) append_step_chart(out, g, an[i].steps[g], max_step);
     out += "</div>";
-    append_step_table(out, id, an[i], max_step);
+    append_step_table(out, id, an[i]);
   }
   out += "</section>\n";
   return out;

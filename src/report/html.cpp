@@ -267,7 +267,8 @@ void append_comparisons(std::string& out, const std::vector<Run>& runs, const me
         std::string sign = d.diff.ci_low > 0 ? " up" : d.diff.ci_high < 0 ? " down" : "";
         out += fmt::format("<td class=\"num group\">{:.3f}</td><td class=\"num\">{:.3f}</td><td class=\"num{}\" "
                            "data-metric=\"cmp.{}.{}.{}\">{}</td>",
-                           d.a, d.b, sign, idb, kGroups[g].id, kMetrics[m].id, html::cell(metrics::format_diff(d.diff)));
+                           d.a, d.b, sign, idb, kGroups[g].id, kMetrics[m].id,
+                           html::cell(metrics::format_diff(d.diff)));
       }
       out += "</tr>\n";
     }
@@ -408,8 +409,8 @@ std::string render_html(const std::vector<Run>& runs, const ReportOptions& optio
   std::string out;
   out += "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
          "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
-         "<meta name=\"generator\" content=\"pwab " + std::string(kVersion) + "\"><title>" + html::escape(options.title) +
-         "</title>\n<script>" + std::string(assets::error_hook_js()) + "</script>\n<style>" +
+         "<meta name=\"generator\" content=\"pwab " + std::string(kVersion) + "\"><title>" +
+         html::escape(options.title) + "</title>\n<script>" + std::string(assets::error_hook_js()) + "</script>\n<style>" +
          std::string(assets::report_css()) + "</style></head>\n<body>\n"
          "<div id=\"console-errors\" hidden><strong>This page hit a script error:</strong></div>\n<header><h1>" +
          html::escape(options.title) + "</h1><nav><a href=\"#runs\">Runs</a> <a href=\"#scores\">Scores</a> "

@@ -333,6 +333,7 @@ std::string VerifyReport::first_failure() const {
 VerifyReport verify_submission(const fs::path& bundle, const VerifyOptions& options) {
   const fs::path file = bundle / kSubmissionFile;
   const Json claim = Json::parse(read_file(file), nullptr, false);
+  if (claim.is_discarded()) throw DataError(file.string() + ": not valid JSON");
   if (!claim.is_object()) throw DataError(file.string() + ": not a JSON object");
   if (string_field(claim, "format", file.string()) != kSubmissionFormat)
     throw DataError(fmt::format("{}: format \"{}\" is not {}", file.string(), claim["format"].get<std::string>(),
