@@ -147,9 +147,8 @@ FunctionGuess FunctionPredictor::ask_puma(std::string_view instruction, llm::Cha
   req.max_tokens = 32;
   req.seed = access_.seed;
   llm::ChatResponse r = llm.chat(req);
-  std::string text = puma_generated_part(r.message.content, "### Tool:\n");
-  text = std::string(trim(std::string_view(text).substr(0, text.find('\n'))));
-  return {std::move(text), static_cast<int>(r.prompt_tokens), static_cast<int>(r.completion_tokens)};
+  return {puma_function_from_completion(r.message.content), static_cast<int>(r.prompt_tokens),
+          static_cast<int>(r.completion_tokens)};
 }
 
 std::string FunctionPredictor::description() const {

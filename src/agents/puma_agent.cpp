@@ -31,26 +31,21 @@ class PumaAgent final : public env::Agent {
     (void)track;
     task_ = &task;
     FunctionGuess guess = factory_.predictor().predict(task.instruction, model_.get());
-    function_ = guess.function;
+    dialogue_ = PumaDialogue(guess.function);
     prior_prompt_tokens_ = guess.prompt_tokens;
     prior_completion_tokens_ = guess.completion_tokens;
-    memory_ = factory_.memory(task, function_);
+    memory_ = factory_.memory(task, guess.function);
   }
 
   env::AgentStep next(const std::string& observation) override {
-    // The user's answer to a respond comes back as the observation; tool results are not shown (the model was
-    // trained on prompts without them), only that the call was made.
-    if (last_was_respond_) dialogue_.push_back({"User", observation});
-    // D3: with a function that names no task tool the agent cannot complete the task; after the one call the
-    // environment answered "Unknown action", it stops instead of asking the model again and again.
-    if (!dialogue_.empty() && !env::task_type_of_function(trim(function_))) {
+    if (dialogue_.stops_after(observation)) {
       env::AgentStep stop;
       stop.action = {std::string(env::kStop), "{}"};
       return stop;
     }
     llm::ChatRequest req;
     req.model = access_.model;
-    req.prompt = factory_.prompt(*task_, function_, memory_, dialogue_);
+    req.prompt = factory_.prompt(*task_, dialogue_.function(), memory_, dialogue_.turns());
     req.temperature = access_.temperature.value_or(0.0);  // §5.4: greedy
     req.max_tokens = access_.max_tokens.value_or(factory_.options().max_new_tokens);
     req.seed = access_.seed;
@@ -59,10 +54,7 @@ class PumaAgent final : public env::Agent {
     env::AgentStep step;
     step.prompt_tokens = static_cast<int>(r.prompt_tokens) + std::exchange(prior_prompt_tokens_, 0);
     step.completion_tokens = static_cast<int>(r.completion_tokens) + std::exchange(prior_completion_tokens_, 0);
-    std::string parameter = puma_generated_part(r.message.content, "### Tool Parameter:\n");
-    step.action = puma_action(parameter, function_);
-    last_was_respond_ = step.action.name == env::kRespond;
-    dialogue_.push_back({"Agent", describe_action(step.action, parameter)});
+    step.action = dialogue_.act(r.message.content);
     return step;
   }
 
@@ -71,9 +63,8 @@ class PumaAgent final : public env::Agent {
   const LlmAccess& access_;
   std::unique_ptr<llm::ChatModel> model_;
   const data::Task* task_ = nullptr;
-  std::string function_, memory_;
-  std::vector<PumaTurn> dialogue_;
-  bool last_was_respond_ = false;
+  PumaDialogue dialogue_{""};
+  std::string memory_;
   int prior_prompt_tokens_ = 0, prior_completion_tokens_ = 0;
 };
 
@@ -92,6 +83,23 @@ PumaOptions parse_puma_options(const AgentOptions& options) {
   if (auto dir = r.path("tokenizer")) o.tokenizer = *dir;
   r.finish();
   return o;
+}
+
+bool PumaDialogue::stops_after(const std::string& observation) {
+  // The user's answer to a respond comes back as the observation; tool results are not shown (the model was
+  // trained on prompts without them), only that the call was made.
+  if (last_was_respond_) turns_.push_back({"User", observation});
+  // D3: with a function that names no task tool the agent cannot complete the task; after the one call the
+  // environment answered "Unknown action", it stops instead of asking the model again and again.
+  return !turns_.empty() && !env::task_type_of_function(trim(function_));
+}
+
+env::Action PumaDialogue::act(std::string_view generated) {
+  std::string parameter = puma_generated_part(generated, "### Tool Parameter:\n");
+  env::Action action = puma_action(parameter, function_);
+  last_was_respond_ = action.name == env::kRespond;
+  turns_.push_back({"Agent", describe_action(action, parameter)});
+  return action;
 }
 
 std::string puma_dialogue_text(const std::vector<PumaTurn>& turns) {

@@ -47,6 +47,28 @@ struct PumaTurn {
 //! and one "<speaker>: <text>" line per turn.
 std::string puma_dialogue_text(const std::vector<PumaTurn>& turns);
 
+//! The puma agent's side of one episode without its model: when it stops without asking the model, the
+//! conversation its prompts show, and how the model's text becomes an action. PumaAgent drives it with the run's
+//! LLM; PUMA's multi-turn RL (puma/rl.h) with its own sampling, so both act exactly alike.
+class PumaDialogue {
+ public:
+  explicit PumaDialogue(std::string function) : function_(std::move(function)) {}
+  //! Takes the observation of the previous action (the user's reply after a respond joins the conversation) and
+  //! says whether the agent stops now without asking the model: D3, after the one call a function that names no
+  //! task tool got ("Unknown action").
+  bool stops_after(const std::string& observation);
+  //! The action for the model's generated text (the parameter after "### Tool Parameter:\n" when a server echoed
+  //! the prompt), recorded in the conversation.
+  env::Action act(std::string_view generated);
+  const std::vector<PumaTurn>& turns() const { return turns_; }
+  const std::string& function() const { return function_; }
+
+ private:
+  std::string function_;
+  std::vector<PumaTurn> turns_;
+  bool last_was_respond_ = false;
+};
+
 class PumaAgentFactory final : public AgentFactory {
  public:
   //! UsageError without an LLM, dataset or (with memory) embedder, or when the function file cannot be read.

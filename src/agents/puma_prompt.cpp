@@ -136,6 +136,11 @@ std::string puma_generated_part(std::string_view generated, std::string_view mar
   return std::string(trim(generated));
 }
 
+std::string puma_function_from_completion(std::string_view generated) {
+  std::string text = puma_generated_part(generated, "### Tool:\n");
+  return std::string(trim(std::string_view(text).substr(0, text.find('\n'))));
+}
+
 std::unique_ptr<TokenCounter> approximate_token_counter() { return std::make_unique<ApproximateTokenCounter>(); }
 
 std::unique_ptr<TokenCounter> tokenizer_token_counter(std::shared_ptr<const tok::Tokenizer> tokenizer) {

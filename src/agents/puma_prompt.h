@@ -43,6 +43,9 @@ std::string puma_param_prompt(std::string_view instruction_text, std::string_vie
 //! Parameter:\n" (or "### Tool:\n" for function prompts) when a server echoed the prompt, trimmed.
 std::string puma_generated_part(std::string_view generated, std::string_view marker);
 
+//! The function a completion of the function prompt names: its first line after "### Tool:\n", trimmed.
+std::string puma_function_from_completion(std::string_view generated);
+
 //! Cuts text to a number of model tokens, as the model's tokenizer counts them.
 class TokenCounter {
  public:

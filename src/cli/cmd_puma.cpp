@@ -18,6 +18,8 @@
 #include "data/loader.h"
 #include "env/services.h"
 #include "puma/ablate.h"
+#include "core/text.h"
+#include "llama/rl.h"
 #include "puma/exchange.h"
 #include "puma/pipeline.h"
 #include "puma/scoring.h"
@@ -29,7 +31,12 @@ namespace {
 struct PumaArgs {
   std::string data, out, preset = "tiny", base_model, embedder = "fasttext", checkpoint, index_dir;
   std::string search_labels = "heuristic", device = "cpu", dtype = "float32", sft_mode, function_file, sft_weights;
-  std::string reuse_from;
+  std::string reuse_from, align, rl_algo, rl_track, rl_types;
+  std::optional<int> rl_iterations, rl_tasks, rl_group, rl_top_k, rl_max_new_tokens, rl_inner_epochs, rl_minibatches,
+      rl_eval_every, rl_eval_tasks, rl_max_steps, rl_lora_r;
+  std::optional<double> rl_lr, rl_kl, rl_clip, rl_clip_high, rl_temperature, rl_warmup;
+  std::optional<bool> rl_lora, rl_skip_tied;
+  bool rl_save_rollouts = false;
   double dist_timeout_s = 300;
   int train_limit = 0, test_limit = 0, top_k = 10;
   std::optional<int> samples, sft_epochs, dpo_epochs, memory_tokens, memory_k, grad_accum, sft_batch, dpo_batch,
@@ -60,6 +67,63 @@ void check_paper_recipe(const PumaArgs& a) {
   for (const std::string& w : wrong) message += "\n  " + w;
   message += "\nor pass --accept-deviations to train with these settings anyway (recorded in options.json).";
   throw UsageError(message);
+}
+
+// --align and the --rl-* flags over the preset's RL settings.
+void apply_rl_flags(const PumaArgs& a, puma::PipelineOptions& o) {
+  if (!a.align.empty()) o.align = puma::parse_align(a.align);
+  puma::RlOptions& r = o.rl;
+  r.train.seed = a.seed;
+  if (!a.rl_algo.empty()) {  // llama::parse_advantage_estimator lives in the torch plugin
+    if (a.rl_algo != "grpo" && a.rl_algo != "rloo") throw UsageError("--rl-algo must be grpo or rloo, not '" + a.rl_algo + "'");
+    r.algo = a.rl_algo == "grpo" ? llama::AdvantageEstimator::kGrpo : llama::AdvantageEstimator::kRloo;
+  }
+  if (!a.rl_track.empty()) {
+    if (a.rl_track != "single" && a.rl_track != "multi") throw UsageError("--rl-track must be single or multi");
+    o.rl_track = a.rl_track == "multi" ? env::Track::kMultiTurn : env::Track::kSingleTurn;
+  }
+  if (!a.rl_types.empty()) {
+    o.rl_types.clear();
+    for (const std::string& t : split_trim(a.rl_types, ',')) {
+      auto type = data::parse_task_type(t);
+      if (!type) throw UsageError("--rl-types takes search, recommend and review, not '" + t + "'");
+      o.rl_types.push_back(*type);
+    }
+  }
+  auto count = [](const std::optional<int>& v, int floor, const char* flag, int& into) {
+    if (!v) return;
+    if (*v < floor) throw UsageError(fmt::format("{} takes an integer ≥ {}", flag, floor));
+    into = *v;
+  };
+  auto number = [](const std::optional<double>& v, double floor, bool strict, const char* flag, double& into) {
+    if (!v) return;
+    if (strict ? !(*v > floor) : !(*v >= floor))
+      throw UsageError(fmt::format("{} must be {} {}", flag, strict ? ">" : "≥", floor));
+    into = *v;
+  };
+  count(a.rl_iterations, 0, "--rl-iterations", r.iterations);
+  count(a.rl_tasks, 1, "--rl-tasks", r.tasks_per_iteration);
+  count(a.rl_group, 2, "--rl-group", r.group_size);
+  count(a.rl_top_k, 0, "--rl-top-k", r.top_k);
+  count(a.rl_max_new_tokens, 1, "--rl-max-new-tokens", r.max_new_tokens);
+  count(a.rl_inner_epochs, 1, "--rl-inner-epochs", r.inner_epochs);
+  count(a.rl_minibatches, 1, "--rl-minibatches", r.minibatches);
+  count(a.rl_eval_every, 0, "--rl-eval-every", r.eval_every);
+  count(a.rl_eval_tasks, 0, "--rl-eval-tasks", o.rl_eval_tasks);
+  count(a.rl_max_steps, 1, "--rl-max-steps", o.rl_max_steps);
+  count(a.rl_lora_r, 1, "--rl-lora-r", r.train.lora_r);
+  number(a.rl_lr, 0, true, "--rl-lr", r.train.learning_rate);
+  number(a.rl_kl, 0, false, "--rl-kl", r.kl_coef);
+  number(a.rl_clip, 0, false, "--rl-clip", r.clip_low);
+  if (a.rl_clip) r.clip_high = r.clip_low;
+  number(a.rl_clip_high, 0, false, "--rl-clip-high", r.clip_high);
+  number(a.rl_temperature, 0, true, "--rl-temperature", r.temperature);
+  number(a.rl_warmup, 0, false, "--rl-warmup", r.train.warmup_ratio);
+  if (r.clip_low >= 1) throw UsageError("--rl-clip must be below 1");
+  if (r.minibatches > r.tasks_per_iteration) throw UsageError("--rl-minibatches cannot exceed --rl-tasks");
+  if (a.rl_lora) r.train.lora = *a.rl_lora;
+  if (a.rl_skip_tied) r.skip_tied_groups = *a.rl_skip_tied;
+  r.save_rollouts = a.rl_save_rollouts;
 }
 
 puma::PipelineOptions pipeline_options(const PumaArgs& a) {
@@ -116,6 +180,7 @@ puma::PipelineOptions pipeline_options(const PumaArgs& a) {
   if (at_least(a.max_new_tokens, 1, "--max-new-tokens")) o.max_new_tokens = *a.max_new_tokens;
   if (at_least(a.recommend_length, 1, "--recommend-length")) o.prepare.recommend_length = *a.recommend_length;
   if (!a.sft_weights.empty()) o.sft_weights = puma::parse_sft_weights(a.sft_weights, o.sft_weights);
+  apply_rl_flags(a, o);
   const bool shaped = a.vocab || a.hidden || a.layers || a.heads || a.kv_heads || a.ffn || a.tie_embeddings;
   if (shaped && !a.base_model.empty())
     throw UsageError("--vocab, --hidden, --layers, --heads, --kv-heads and --ffn shape a model trained from scratch; "
@@ -184,6 +249,7 @@ void print_report(const puma::PipelineReport& r, const std::string& out) {
                              r.preference_pairs, c.tasks, r.tie_tasks, c.mean_spread);
     section("DPO model", r.dpo);
   }
+  if (r.have_rl) section("RL model", r.rl);
   std::cout << "Report (curves, candidates, times): " << (std::filesystem::path(out) / "report.md").string() << "\n";
 }
 
@@ -313,6 +379,37 @@ void add_puma_options(CLI::App& cmd, PumaArgs& a) {
                                                      "tool}) instead of the model's own");
   cmd.add_option("--reuse-from", a.reuse_from, "Take over the steps this other pipeline directory finished with the "
                                                "same settings (hard links) instead of running them again");
+  cmd.add_option("--align", a.align, "The second stage after SFT: dpo (the paper's, default), rl (online RL on the "
+                                     "environment's reward) or none");
+  cmd.add_option("--rl-algo", a.rl_algo, "RL advantages: grpo (centred and scaled by the group's spread) or rloo "
+                                         "(leave-one-out mean); default: the preset's");
+  cmd.add_option("--rl-iterations", a.rl_iterations, "RL iterations (default: the preset's)");
+  cmd.add_option("--rl-tasks", a.rl_tasks, "RL train tasks per iteration, B (default: the preset's)");
+  cmd.add_option("--rl-group", a.rl_group, "RL episodes per task, G ≥ 2 (default: the preset's)");
+  cmd.add_option("--rl-temperature", a.rl_temperature, "RL sampling temperature (default 1.0)");
+  cmd.add_option("--rl-top-k", a.rl_top_k, "RL sampling top-k (0 = whole vocabulary; default: the preset's)");
+  cmd.add_option("--rl-max-new-tokens", a.rl_max_new_tokens, "RL tokens per completion (default: --max-new-tokens)");
+  cmd.add_option("--rl-lr", a.rl_lr, "RL learning rate (default: the preset's)");
+  cmd.add_option("--rl-warmup", a.rl_warmup, "RL warm-up share of the optimizer steps (default: the preset's)");
+  cmd.add_option("--rl-kl", a.rl_kl, "RL KL penalty to the SFT model, β of the k3 estimator (default: the preset's)");
+  cmd.add_option("--rl-clip", a.rl_clip, "RL ratio clip ε: [1 − ε, 1 + ε] (default 0.2)");
+  cmd.add_option("--rl-clip-high", a.rl_clip_high, "RL upper clip ε_high when it differs from --rl-clip (DAPO)");
+  cmd.add_option("--rl-inner-epochs", a.rl_inner_epochs, "RL passes over each iteration's rollouts (default 1)");
+  cmd.add_option("--rl-minibatches", a.rl_minibatches, "RL optimizer steps per pass (default: the preset's)");
+  cmd.add_option("--rl-lora", a.rl_lora, "RL trains a LoRA adapter (true) or every weight (false; default: the "
+                                         "preset's)");
+  cmd.add_option("--rl-lora-r", a.rl_lora_r, "RL LoRA rank (default: the preset's)");
+  cmd.add_option("--rl-skip-tied", a.rl_skip_tied, "RL leaves tasks whose episodes all scored the same out of the "
+                                                   "update (default true)");
+  cmd.add_option("--rl-track", a.rl_track, "RL episodes: single (parameter prompts, default) or multi (the puma "
+                                           "agent against the scripted user)");
+  cmd.add_option("--rl-types", a.rl_types, "RL task types, e.g. search,review (default: all three)");
+  cmd.add_option("--rl-eval-every", a.rl_eval_every, "RL iterations between greedy evaluations (default: preset's)");
+  cmd.add_option("--rl-eval-tasks", a.rl_eval_tasks, "Test tasks of the RL curve's greedy reward (0 = none)");
+  cmd.add_option("--rl-max-steps", a.rl_max_steps, "Multi-turn RL: the step cap of an episode (default 10)");
+  cmd.add_flag("--rl-save-rollouts", a.rl_save_rollouts, "RL also writes every episode's token ids, sampling "
+                                                         "log-probabilities, reward and advantage to "
+                                                         "rl/work/rollouts.jsonl");
   cmd.add_option("--seed", a.seed, "Seed of initialisation, data order and sampling")->capture_default_str();
   cmd.add_option("--dist-timeout-s", a.dist_timeout_s,
                  "Started as several processes (srun -n N, torchrun): the most seconds a rank waits for the others "
@@ -402,6 +499,8 @@ void add_puma_commands(CLI::App& app) {
       {"score", "score"},
       {"dpo", "dpo"},
       {"eval-dpo", "eval-dpo"},
+      {"rl", "rl"},
+      {"eval-rl", "eval-rl"},
   };
   auto aa = std::make_shared<AblateArgs>();
   auto* ab = puma->add_subcommand("ablate", "The paper's Table 5 (PUMA, w/o task-specific memory, w/o SFT, w/o DPO) "

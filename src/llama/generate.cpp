@@ -126,6 +126,15 @@ std::vector<std::vector<Generation>> decode_single(LlamaModelImpl& model,
         token = argmax(row);
       }
       out[i].score += logprobs[static_cast<std::size_t>(token)];
+      if (o.do_sample && o.temperature != 1.0) {
+        // the sampling policy's log-probability: the logits at the temperature, before top-k / top-p
+        std::vector<float> tempered(row.begin(), row.end());
+        for (float& v : tempered) v = static_cast<float>(v / o.temperature);
+        log_softmax_inplace(tempered);
+        out[i].logprobs.push_back(tempered[static_cast<std::size_t>(token)]);
+      } else {
+        out[i].logprobs.push_back(logprobs[static_cast<std::size_t>(token)]);
+      }
       if (s.eos.count(token)) {
         out[i].eos = true;
       } else {

@@ -40,6 +40,11 @@ struct Generation {
   double score = 0.0;  //!< greedy/sampling: summed log-probability of the tokens (EOS included) under the model;
                        //!< beam search: the beam score (warped log-probabilities when sampling, length-normalised)
   bool eos = false;    //!< ended by EOS (else by max_new_tokens)
+  //! Greedy and sampling: the log-probability of each generated token, the final EOS included (tokens.size() +
+  //! eos entries), under the distribution it was drawn from before top-k / top-p: the logits divided by the
+  //! temperature when sampling, the plain model's otherwise (RL's sampling-policy log-probabilities). Empty for
+  //! beam search.
+  std::vector<float> logprobs;
 };
 
 //! Generates for each prompt (token ids, BOS included if wanted): one Generation per prompt for greedy and

@@ -347,13 +347,41 @@ torch::Tensor LlamaModelImpl::hidden_states(const torch::Tensor& input_ids, cons
   auto blocked = torch::zeros({rows, 1, 1, n, total}, torch::TensorOptions().dtype(torch::kFloat32).device(dev))
                      .masked_fill_((full_mask.unsqueeze(1) & causal.unsqueeze(0)).logical_not().view({rows, 1, 1, n, total}),
                                    std::numeric_limits<float>::lowest());
+  auto x = run_layers(ids, positions, blocked, cache);
+  if (cache) cache->commit(mask);
+  return x;
+}
+
+torch::Tensor LlamaModelImpl::run_layers(const torch::Tensor& ids, const torch::Tensor& positions,
+                                         const torch::Tensor& blocked, KvCache* cache) {
   auto cos_sin = rotary_cos_sin(positions);
   auto cos = cos_sin[0], sin = cos_sin[1];
-
   auto x = embed_tokens_->forward(ids);
   for (std::size_t i = 0; i < layer_list_.size(); ++i) x = layer_list_[i]->forward(x, cos, sin, blocked, cache, i);
-  if (cache) cache->commit(mask);
   return norm_->forward(x);
+}
+
+torch::Tensor LlamaModelImpl::packed_hidden_states(const torch::Tensor& input_ids, const torch::Tensor& positions,
+                                                   const torch::Tensor& visible) {
+  if (input_ids.dim() != 2 || input_ids.size(1) == 0)
+    throw UsageError("LLaMA packed forward: input_ids must be [rows, tokens] with at least one token, got " +
+                     shape_string(input_ids.sizes()));
+  const int64_t rows = input_ids.size(0), n = input_ids.size(1);
+  if (positions.sizes() != input_ids.sizes() || visible.dim() != 3 || visible.size(0) != rows ||
+      visible.size(1) != n || visible.size(2) != n)
+    throw UsageError("LLaMA packed forward: positions " + shape_string(positions.sizes()) + " must match input_ids " +
+                     shape_string(input_ids.sizes()) + " and visible " + shape_string(visible.sizes()) +
+                     " must be [rows, tokens, tokens]");
+  const auto dev = device();
+  auto ids = input_ids.to(dev, torch::kInt64);
+  auto lo = ids.min().item<int64_t>(), hi = ids.max().item<int64_t>();
+  if (lo < 0 || hi >= config_.vocab_size)
+    throw UsageError("LLaMA packed forward: token id " + std::to_string(lo < 0 ? lo : hi) +
+                     " outside the vocabulary of " + std::to_string(config_.vocab_size));
+  auto blocked = torch::zeros({rows, 1, 1, n, n}, torch::TensorOptions().dtype(torch::kFloat32).device(dev))
+                     .masked_fill_(visible.to(dev, torch::kBool).logical_not().view({rows, 1, 1, n, n}),
+                                   std::numeric_limits<float>::lowest());
+  return run_layers(ids, positions.to(dev, torch::kInt64), blocked, nullptr);
 }
 
 torch::Tensor LlamaModelImpl::logits(const torch::Tensor& hidden) {

@@ -152,6 +152,12 @@ class LlamaModelImpl : public torch::nn::Module {
   //! The final hidden states [rows, new, hidden] (after the last RMSNorm), in the model's dtype.
   torch::Tensor hidden_states(const torch::Tensor& input_ids, const torch::Tensor& attention_mask = {},
                               KvCache* cache = nullptr);
+  //! The final hidden states of packed rows, where every token carries its own position (`positions` [rows, new]
+  //! int64) and reads the keys `visible` allows ([rows, new, new] bool: query i may read key j; every token must
+  //! see at least itself). No cache. RL training packs a prompt and the completions sampled from it into one row,
+  //! each completion seeing the prompt and itself (llama/rl.h), so the prompt is computed once for all of them.
+  torch::Tensor packed_hidden_states(const torch::Tensor& input_ids, const torch::Tensor& positions,
+                                     const torch::Tensor& visible);
   //! hidden [.., hidden] → float32 logits [.., vocab].
   torch::Tensor logits(const torch::Tensor& hidden);
 
@@ -172,6 +178,9 @@ class LlamaModelImpl : public torch::nn::Module {
 
  private:
   torch::Tensor rotary_cos_sin(const torch::Tensor& positions) const;
+  //! Embedding → decoder layers → final norm, for ids at `positions` with the additive mask `blocked`.
+  torch::Tensor run_layers(const torch::Tensor& ids, const torch::Tensor& positions, const torch::Tensor& blocked,
+                           KvCache* cache);
   LlamaConfig config_;
   torch::Tensor inv_freq_;  // [head/2] float32, on the model's device
   std::shared_ptr<torch::nn::Module> backbone_;  // "model": embed_tokens, layers, norm

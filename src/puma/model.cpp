@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <mutex>
 #include <nlohmann/json.hpp>
 #include <numeric>
 
@@ -22,6 +21,7 @@
 #include "llama/lora.h"
 #include "llama/model.h"
 #include "llama/train.h"
+#include "puma/model_impl.h"
 
 namespace pwab::puma {
 namespace fs = std::filesystem;
@@ -60,52 +60,24 @@ std::vector<int32_t> cut_prompt(const std::vector<int32_t>& prompt, std::size_t 
   return out;
 }
 
+// The prompt cut so that neither response is: to options.max_prompt_length, then to fit max_length.
+EncodedPreference encode_preference(const PumaModel::Impl& impl, const PreferenceExample& p, const TrainOptions& options) {
+  std::vector<int32_t> prompt = impl.prompt_ids(p.prompt);
+  std::vector<int32_t> c = impl.target_ids(p.chosen), r = impl.target_ids(p.rejected);
+  std::size_t budget = prompt.size();
+  if (options.max_prompt_length > 0) budget = std::min<std::size_t>(budget, options.max_prompt_length);
+  const std::size_t longest = std::max(c.size(), r.size()), max_length = static_cast<std::size_t>(options.max_length);
+  if (options.max_length > 0 && budget + longest > max_length) budget = max_length > longest ? max_length - longest : 1;
+  EncodedPreference e;
+  e.prompt_cut = budget < prompt.size();
+  prompt = cut_prompt(prompt, budget, options.prompt_truncation);
+  e.chosen = {prompt, std::move(c)};
+  e.rejected = {std::move(prompt), std::move(r)};
+  return e;
+}
+
 }  // namespace
 
-struct PumaModel::Impl {
-  llama::LlamaModel model{nullptr};
-  std::shared_ptr<const tok::Tokenizer> tokenizer;
-  fs::path tokenizer_dir;
-  torch::Device device = torch::kCPU;
-  torch::Dtype dtype = torch::kFloat32;
-  int64_t last_prompt_tokens = 0, last_generated_tokens = 0;
-
-  std::vector<int32_t> prompt_ids(const std::string& prompt) const { return tokenizer->encode(prompt, true, false); }
-  std::vector<int32_t> target_ids(const std::string& target) const {
-    std::vector<int32_t> ids = tokenizer->encode(target, false, false);
-    ids.push_back(tokenizer->eos_id());  // the EOS that ends a target is a trained label (D6)
-    return ids;
-  }
-  std::vector<llama::SequencePair> encode_pairs(const std::vector<TrainPair>& pairs) const {
-    std::vector<llama::SequencePair> out;
-    out.reserve(pairs.size());
-    for (const TrainPair& p : pairs) out.push_back({prompt_ids(p.prompt), target_ids(p.target)});
-    return out;
-  }
-  // The prompt cut so that neither response is: to options.max_prompt_length, then to fit max_length.
-  EncodedPreference encode_preference(const PreferenceExample& p, const TrainOptions& options) const {
-    std::vector<int32_t> prompt = prompt_ids(p.prompt);
-    std::vector<int32_t> c = target_ids(p.chosen), r = target_ids(p.rejected);
-    std::size_t budget = prompt.size();
-    if (options.max_prompt_length > 0) budget = std::min<std::size_t>(budget, options.max_prompt_length);
-    const std::size_t longest = std::max(c.size(), r.size()), max_length = static_cast<std::size_t>(options.max_length);
-    if (options.max_length > 0 && budget + longest > max_length) budget = max_length > longest ? max_length - longest : 1;
-    EncodedPreference e;
-    e.prompt_cut = budget < prompt.size();
-    prompt = cut_prompt(prompt, budget, options.prompt_truncation);
-    e.chosen = {prompt, std::move(c)};
-    e.rejected = {std::move(prompt), std::move(r)};
-    return e;
-  }
-  int64_t pad_id() const { return tokenizer->pad_id() >= 0 ? tokenizer->pad_id() : tokenizer->eos_id(); }
-  llama::TokenBatch batch(const std::vector<llama::SequencePair>& rows, int max_length) const {
-    llama::TokenBatch b = llama::make_batch(rows, pad_id(), max_length);
-    b.input_ids = b.input_ids.to(device);
-    b.attention_mask = b.attention_mask.to(device);
-    b.loss_mask = b.loss_mask.to(device);
-    return b;
-  }
-};
 
 PumaModel::PumaModel(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 PumaModel::~PumaModel() = default;
@@ -215,6 +187,46 @@ std::vector<std::vector<std::string>> PumaModel::generate(const std::vector<std:
   return out;
 }
 
+std::vector<int32_t> PumaModel::encode_prompt(const std::string& prompt) const { return impl_->prompt_ids(prompt); }
+
+std::vector<SampledCompletion> PumaModel::complete_ids(const std::vector<std::vector<int32_t>>& prompts,
+                                                       const GenerateConfig& config) {
+  torch::NoGradGuard no_grad;
+  impl_->model->eval();
+  if (!config.prompt_seeds.empty() && config.prompt_seeds.size() != prompts.size())
+    throw UsageError("complete_ids: prompt_seeds must give one seed per prompt");
+  llama::GenerateOptions go;
+  go.max_new_tokens = config.max_new_tokens;
+  go.do_sample = config.sample;
+  go.temperature = config.temperature;
+  go.top_k = config.top_k;
+  std::vector<SampledCompletion> out;
+  out.reserve(prompts.size());
+  const std::size_t step = static_cast<std::size_t>(std::max(1, config.batch_size));
+  const int32_t eos = impl_->tokenizer->eos_id();
+  for (std::size_t start = 0; start < prompts.size(); start += step) {
+    const std::size_t end = std::min(prompts.size(), start + step);
+    std::vector<std::vector<int32_t>> ids(prompts.begin() + static_cast<std::ptrdiff_t>(start),
+                                          prompts.begin() + static_cast<std::ptrdiff_t>(end));
+    go.seed = derive_seed(config.seed, start);
+    go.row_seeds.clear();
+    if (!config.prompt_seeds.empty())
+      go.row_seeds.assign(config.prompt_seeds.begin() + static_cast<std::ptrdiff_t>(start),
+                          config.prompt_seeds.begin() + static_cast<std::ptrdiff_t>(end));
+    for (auto& generated : llama::generate(*impl_->model, ids, go)) {
+      llama::Generation& g = generated.at(0);
+      SampledCompletion c;
+      c.text = impl_->tokenizer->decode(g.tokens, true);
+      c.ids = std::move(g.tokens);
+      if (g.eos) c.ids.push_back(eos);
+      c.logprobs = std::move(g.logprobs);
+      c.eos = g.eos;
+      out.push_back(std::move(c));
+    }
+  }
+  return out;
+}
+
 double PumaModel::loss(const std::vector<TrainPair>& pairs, int max_length) {
   if (pairs.empty()) return -1;
   torch::NoGradGuard no_grad;
@@ -271,14 +283,7 @@ std::unique_ptr<PumaModel> PumaModel::copy() const {
   return std::unique_ptr<PumaModel>(new PumaModel(std::move(impl)));
 }
 
-namespace {
-
-// The trainable tensors and how to finish: a LoRA adapter saved and merged at the end, or every weight.
-struct Trainables {
-  std::unique_ptr<llama::LoraAdapter> adapter;
-  std::vector<std::pair<std::string, torch::Tensor>> named;
-  std::vector<torch::Tensor> tensors;
-};
+namespace detail {
 
 Trainables make_trainables(llama::LlamaModel& model, const TrainOptions& o) {
   Trainables t;
@@ -307,6 +312,14 @@ void finish_trainables(llama::LlamaModel& model, Trainables& t, const TrainOptio
   }
   llama::set_base_trainable(*model, false);
 }
+
+}  // namespace detail
+
+using detail::finish_trainables;
+using detail::make_trainables;
+using detail::Trainables;
+
+namespace {
 
 // The order rows are visited in during an epoch: a fixed shuffle per (seed, epoch), so a resume sees the same order.
 // With group_by_length, transformers' mega-batches: the shuffle is cut into runs of 50 batches, each run is sorted
@@ -644,7 +657,7 @@ PreferenceStats PumaModel::preference_stats_impl(const std::vector<PreferenceExa
   double kl_sum = 0;
   int64_t kl_n = 0;
   for (const PreferenceExample& p : pairs) {
-    EncodedPreference e = impl_->encode_preference(p, options);
+    EncodedPreference e = encode_preference(*impl_, p, options);
     llama::TokenBatch b = impl_->batch({e.chosen, e.rejected}, 0);
     llama::LabelledPositions pol = llama::labelled_positions(*impl_->model, b);
     llama::LabelledPositions ref;
@@ -688,7 +701,7 @@ TrainReport PumaModel::dpo(const std::vector<PreferenceExample>& pairs, const st
   std::vector<int64_t> lengths;
   std::string fingerprint;
   for (const PreferenceExample& p : pairs) {
-    EncodedPreference e = impl_->encode_preference(p, options);
+    EncodedPreference e = encode_preference(*impl_, p, options);
     report.truncated_rows += e.prompt_cut;
     lengths.push_back(static_cast<int64_t>(e.chosen.prompt.size() +
                                            std::max(e.chosen.target.size(), e.rejected.target.size())));
@@ -785,53 +798,6 @@ void PumaModel::save(const fs::path& dir) const {
   fs::create_directories(dir);
   llama::save_model(*impl_->model, dir);
   copy_tokenizer_files(impl_->tokenizer_dir, dir);
-}
-
-// ------------------------------------------------------------------------------------------------------------
-// The local backend
-// ------------------------------------------------------------------------------------------------------------
-
-namespace {
-
-class LocalChatModel final : public llm::ChatModel {
- public:
-  LocalChatModel(std::shared_ptr<PumaModel> model, std::string name) : model_(std::move(model)), name_(std::move(name)) {}
-
-  llm::ChatResponse chat(const llm::ChatRequest& request) override {
-    if (!request.prompt)
-      throw UsageError("the local PUMA model answers raw-text completions only (the puma agent's requests), not "
-                       "chat messages");
-    GenerateConfig g;
-    g.max_new_tokens = request.max_tokens.value_or(256);
-    double temperature = request.temperature.value_or(0.0);
-    g.sample = temperature > 0;
-    g.temperature = g.sample ? temperature : 1.0;
-    g.seed = static_cast<uint64_t>(request.seed.value_or(0)) + static_cast<uint64_t>(request.sample);
-    g.batch_size = 1;
-    std::lock_guard<std::mutex> lock(mu_);
-    std::string text = model_->generate({*request.prompt}, g).at(0).at(0);
-    llm::ChatResponse r;
-    r.message = llm::Message::assistant(std::move(text));
-    r.finish_reason = "stop";
-    r.model = request.model;
-    r.prompt_tokens = model_->last_prompt_tokens();
-    r.completion_tokens = model_->last_generated_tokens();
-    r.attempts = 1;
-    return r;
-  }
-  std::string describe() const override { return "local " + name_ + " (" + model_->describe() + ")"; }
-
- private:
-  std::shared_ptr<PumaModel> model_;
-  std::string name_;
-  std::mutex mu_;
-};
-
-}  // namespace
-
-std::unique_ptr<llm::ChatModel> local_chat_model(std::shared_ptr<PumaModel> model, std::string name) {
-  if (!model) throw UsageError("local_chat_model: no model");
-  return std::make_unique<LocalChatModel>(std::move(model), std::move(name));
 }
 
 }  // namespace pwab::puma

@@ -156,6 +156,15 @@ struct GenerateConfig {
   int batch_size = 4;
 };
 
+//! A continuation as the model drew it (PumaModel::complete_ids): what online RL trains on, token for token.
+struct SampledCompletion {
+  std::vector<int32_t> ids;     //!< the generated tokens, the final EOS included when the model wrote one
+  std::vector<float> logprobs;  //!< one per id: its log-probability under the sampling distribution (logits at
+                                //!< the temperature, before top-k), llama::Generation::logprobs
+  std::string text;             //!< the ids decoded without special tokens
+  bool eos = false;             //!< ended by EOS (else cut at max_new_tokens)
+};
+
 class PumaModel {
  public:
   ~PumaModel();
@@ -180,6 +189,13 @@ class PumaModel {
   //! decoded without special tokens. Thread-compatible (one call at a time).
   std::vector<std::vector<std::string>> generate(const std::vector<std::string>& prompts,
                                                  const GenerateConfig& config);
+  //! A prompt's token ids as generate() encodes it (BOS added).
+  std::vector<int32_t> encode_prompt(const std::string& prompt) const;
+  //! One continuation of each prompt (given as token ids) with its ids and log-probabilities, for RL: sampled
+  //! when config.sample (config.prompt_seeds, when set, gives each prompt its own draws), greedy otherwise. Equal
+  //! prompts of a batch are computed once. Thread-compatible.
+  std::vector<SampledCompletion> complete_ids(const std::vector<std::vector<int32_t>>& prompts,
+                                              const GenerateConfig& config);
   //! Prompt and generated token counts of the last generate() call.
   int64_t last_prompt_tokens() const;
   int64_t last_generated_tokens() const;
@@ -212,8 +228,11 @@ class PumaModel {
   //! A second model with the same weights and tokenizer (a frozen reference).
   std::unique_ptr<PumaModel> copy() const;
 
- private:
+  //! The torch side (puma/model_impl.h), for the translation units that train the model (rl_trainer.cpp).
   struct Impl;
+  Impl& impl() { return *impl_; }
+
+ private:
   explicit PumaModel(std::unique_ptr<Impl> impl);
   //! preference_stats against `reference`, or (null) against this model switched by use_reference(true/false).
   PreferenceStats preference_stats_impl(const std::vector<PreferenceExample>& pairs, PumaModel* reference,

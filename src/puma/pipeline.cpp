@@ -18,6 +18,7 @@
 #include "core/text.h"
 #include "llama/distributed.h"
 #include "env/tools.h"
+#include "puma/rl_tasks.h"
 #include "runner/results.h"
 
 namespace pwab::puma {
@@ -104,6 +105,10 @@ class Steps {
   void log(const std::string& line) const {
     if (ctx_.log) ctx_.log(line);
   }
+  //! Whether an earlier step was redone (so every later one is): the second-stage branches start from the state
+  //! after eval-sft, not from each other's.
+  bool redoing() const { return redo_rest_; }
+  void set_redoing(bool redoing) { redo_rest_ = redoing; }
 
  private:
   // The same step done with the same settings in the reuse directory: its files are hard-linked into place (they
@@ -206,15 +211,6 @@ std::vector<const data::Task*> task_list(const data::Dataset& ds, data::Split sp
   return out;
 }
 
-const data::Task& task_of_key(const data::Dataset& ds, const std::string& key) {
-  const std::size_t slash = key.find('/');
-  if (slash == std::string::npos) throw DataError("not a task key: '" + key + "'");
-  const std::string split = key.substr(0, slash);
-  const auto& tasks = ds.tasks(split == "train" ? data::Split::kTrain : data::Split::kTest);
-  const std::size_t index = std::stoul(key.substr(slash + 1));
-  if (index >= tasks.size()) throw DataError("task key '" + key + "' is past the dataset's tasks");
-  return tasks[index];
-}
 
 // Progress lines for a long loop over tasks: done, rate, ETA, every ~30 s.
 class TaskProgress {
@@ -246,9 +242,9 @@ struct PipelineRun {
       : ctx(context), o(options), ds(*context.ds), report(into), steps(context, into, options.out, options.reuse_from),
         tiny(options.base_model.empty()), base(tiny ? options.out / "base" : options.base_model),
         data_dir(options.out / "data"), sft_dir(options.out / "sft"), dpo_dir(options.out / "dpo"),
-        sft_options(options.sft), dpo_options(options.dpo) {
-    sft_options.on_progress = dpo_options.on_progress = context.progress;
-    sft_options.cancel = dpo_options.cancel = context.cancel;
+        rl_dir(options.out / "rl"), sft_options(options.sft), dpo_options(options.dpo), rl_options(options.rl.train) {
+    sft_options.on_progress = dpo_options.on_progress = rl_options.on_progress = context.progress;
+    sft_options.cancel = dpo_options.cancel = rl_options.cancel = context.cancel;
   }
   const PipelineContext& ctx;
   const PipelineOptions& o;
@@ -257,9 +253,12 @@ struct PipelineRun {
   Steps steps;
   const bool tiny;      // a from-scratch model over a vocabulary learnt from the dataset
   const fs::path base;  // the model SFT starts from
-  const fs::path data_dir, sft_dir, dpo_dir;
-  TrainOptions sft_options, dpo_options;  // the options with the context's progress and cancel
+  const fs::path data_dir, sft_dir, dpo_dir, rl_dir;
+  TrainOptions sft_options, dpo_options, rl_options;  // the options with the context's progress and cancel
   std::string settings;
+  // Where the second-stage branches start from: the settings up to eval-sft and whether a step up to it was redone.
+  std::string settings_after_sft;
+  bool redo_after_sft = false;
   //! Data-parallel: this process's group (null for one process). Rank 0 runs every step; the others join the
   //! training steps only, when rank 0 announces that it trains (tell_followers).
   llama::ProcessGroup* group = nullptr;
@@ -423,6 +422,8 @@ void eval_sft_step(PipelineRun& run) {
   run.settings += json{{"max_new_tokens", run.o.max_new_tokens}, {"function_file", run.o.function_file.string()}}.dump();
   run.report.sft = evaluate_step(run, "eval-sft", run.sft_dir);
   run.report.have_sft = true;
+  run.settings_after_sft = run.settings;
+  run.redo_after_sft = run.steps.redoing();
 }
 
 // The candidates of a group of prompts: in-process (beam-sample, or independent samples of several tasks in one
@@ -545,6 +546,8 @@ bool sample_into(PipelineRun& run, CandidateSampler& sampler, const std::vector<
 // and for the first dpo_eval_tasks test tasks (the DPO evaluation pairs).
 void sample_step(PipelineRun& run) {
   const PipelineOptions& o = run.o;
+  run.settings = run.settings_after_sft;  // the DPO branch starts after eval-sft
+  run.steps.set_redoing(run.redo_after_sft);
   json s = {{"samples", o.samples}, {"temperature", o.sample_temperature}, {"top_k", o.sample_top_k},
             {"beams", o.sample_beams}, {"limit", o.sample_limit}, {"eval_tasks", o.dpo_eval_tasks},
             {"server", run.ctx.sample_model ? run.ctx.sample_model_name : ""}, {"seeds", "per-task"}};
@@ -725,6 +728,133 @@ void eval_dpo_step(PipelineRun& run) {
   run.report.have_dpo = true;
 }
 
+// The RL step's settings (what its `.done` adds to the settings after eval-sft).
+json rl_json(const PipelineOptions& o) {
+  const RlOptions& r = o.rl;
+  json types = json::array();
+  for (data::TaskType t : o.rl_types) types.push_back(std::string(data::to_string(t)));
+  return {{"algo", std::string(llama::to_string(r.algo))}, {"iterations", r.iterations},
+          {"tasks", r.tasks_per_iteration}, {"group", r.group_size}, {"temperature", r.temperature},
+          {"top_k", r.top_k}, {"max_new_tokens", r.max_new_tokens}, {"clip_low", r.clip_low},
+          {"clip_high", r.clip_high}, {"kl", r.kl_coef}, {"inner_epochs", r.inner_epochs},
+          {"minibatches", r.minibatches}, {"skip_tied", r.skip_tied_groups}, {"eval_every", r.eval_every},
+          {"track", o.rl_track == env::Track::kMultiTurn ? "multi" : "single"}, {"types", types},
+          {"eval_tasks", o.rl_eval_tasks}, {"max_steps", o.rl_max_steps}, {"train", train_json(r.train)}};
+}
+
+// At most `limit` items spread evenly over `items` (all when limit is 0 or more than there are): an evaluation
+// set that sees every part of the split.
+template <typename T>
+std::vector<T> spread_subset(const std::vector<T>& items, int limit) {
+  if (limit <= 0 || items.size() <= static_cast<std::size_t>(limit)) return items;
+  std::vector<T> out;
+  for (std::size_t i = 0; i < static_cast<std::size_t>(limit); ++i) out.push_back(items[i * items.size() / limit]);
+  return out;
+}
+
+std::vector<Example> of_types(std::vector<Example> examples, const std::vector<data::TaskType>& types) {
+  std::erase_if(examples, [&](const Example& e) { return std::find(types.begin(), types.end(), e.type) == types.end(); });
+  return examples;
+}
+
+// What an RL run plays: the train and evaluation tasks of its track, and what they need to stay alive.
+struct RlSetup {
+  std::unique_ptr<PumaModel> model;
+  MultiTurnWorld world;
+  RlTasks train, eval;
+};
+
+RlSetup rl_setup(const PipelineRun& run) {
+  const PipelineOptions& o = run.o;
+  RlSetup s;
+  s.model = PumaModel::open(run.sft_dir / "model", {}, o.model);
+  if (o.rl_track == env::Track::kSingleTurn) {
+    s.train = single_turn_rl_tasks(*run.ctx.env, of_types(read_examples(run.data_dir / "param_train.jsonl"), o.rl_types));
+    s.eval = single_turn_rl_tasks(*run.ctx.env, spread_subset(of_types(read_examples(run.data_dir / "param_test.jsonl"),
+                                                                       o.rl_types),
+                                                              o.rl_eval_tasks));
+    if (o.rl_eval_tasks == 0) s.eval = RlTasks{};
+  } else {
+    s.world.env = run.ctx.env;
+    s.world.embedder = run.ctx.embedder;
+    s.world.memory = o.prepare.memory;
+    s.world.counter = agents::tokenizer_token_counter(s.model->shared_tokenizer());
+    s.world.max_steps = o.rl_max_steps;
+    auto of = [&](data::Split split, int limit) {
+      std::vector<const data::Task*> out;
+      for (const data::Task* t : task_list(run.ds, split, limit))
+        if (std::find(o.rl_types.begin(), o.rl_types.end(), t->type) != o.rl_types.end()) out.push_back(t);
+      return out;
+    };
+    s.train = multi_turn_rl_tasks(s.world, of(data::Split::kTrain, o.train_limit));
+    if (o.rl_eval_tasks > 0)
+      s.eval = multi_turn_rl_tasks(s.world, spread_subset(of(data::Split::kTest, o.test_limit), o.rl_eval_tasks));
+  }
+  if (s.train.size() == 0) throw UsageError("rl: no train task of the chosen types (--rl-types)");
+  return s;
+}
+
+RlOptions rl_options(const PipelineRun& run) {
+  RlOptions r = run.o.rl;
+  r.train = run.rl_options;
+  if (r.train.lora) {
+    r.train.adapter_dir = run.rl_dir / "adapter";
+    r.train.adapter_base_model = (run.sft_dir / "model").string();
+  }
+  return r;
+}
+
+json rl_report_json(const RlReport& r) {
+  json j = {{"iterations", r.iterations}, {"resumed", r.resumed}, {"seconds", r.seconds}, {"episodes", r.episodes},
+            {"completions", r.completions}, {"train_tokens", r.train_tokens}, {"sample_seconds", r.sample_seconds},
+            {"update_seconds", r.update_seconds}, {"eval_seconds", r.eval_seconds}, {"ranks", r.world},
+            {"rollouts_per_s", static_cast<double>(r.completions) / std::max(1e-9, r.sample_seconds)}};
+  if (r.have_eval) {
+    auto e = [](const RlEvaluation& x) {
+      json k = {{"reward", x.reward}, {"tasks", x.tasks}};
+      for (const auto& [kind, v] : x.by_kind) k["reward_" + kind] = v;
+      return k;
+    };
+    if (!r.resumed) j["first_eval"] = e(r.first_eval);
+    j["last_eval"] = e(r.last_eval);
+  }
+  return j;
+}
+
+// rl: online RL from the SFT model on the environment's reward (rl.h); the RL model is the result.
+void rl_step(PipelineRun& run) {
+  run.settings = run.settings_after_sft + rl_json(run.o).dump();  // the RL branch starts after eval-sft
+  run.steps.set_redoing(run.redo_after_sft);
+  if (run.steps.skip("rl", run.rl_dir, run.settings)) return tell_followers(run, "rl", false);
+  RlSetup s = rl_setup(run);
+  const RlOptions& r = run.o.rl;
+  run.steps.log(fmt::format("rl: {} ({}), {} iterations of {} tasks × {} episodes, {} train tasks, {} evaluation tasks",
+                            s.model->describe(), llama::to_string(r.algo), r.iterations, r.tasks_per_iteration,
+                            r.group_size, s.train.size(), s.eval.size()));
+  claim_work_dir(run.rl_dir / "work", run.settings);
+  tell_followers(run, "rl", true);
+  RlReport report = train_rl(*s.model, s.train, s.eval, run.rl_dir / "work", rl_options(run), run.ctx.log);
+  if (report.cancelled) {
+    run.report.cancelled = true;
+    return;
+  }
+  s.model->save(run.rl_dir / "model");
+  write_json(run.rl_dir / "train.json", rl_report_json(report));
+  run.steps.log(fmt::format("rl: {} iterations, {} episodes in {:.1f} s (sampling {:.1f} s, updates {:.1f} s){}",
+                            report.iterations, report.episodes, report.seconds, report.sample_seconds,
+                            report.update_seconds,
+                            report.have_eval ? fmt::format("; greedy reward {:.4f} → {:.4f}",
+                                                           report.first_eval.reward, report.last_eval.reward)
+                                             : ""));
+  run.steps.mark("rl", run.rl_dir, run.settings);
+}
+
+// eval-rl: the fast test of the RL model.
+void eval_rl_step(PipelineRun& run) {
+  run.report.rl = evaluate_step(run, "eval-rl", run.rl_dir);
+  run.report.have_rl = true;
+}
+
 // The steps in order; pipeline_steps() lists their names.
 struct PipelineStep {
   const char* name;
@@ -733,7 +863,8 @@ struct PipelineStep {
 constexpr PipelineStep kSteps[] = {{"tokenizer", tokenizer_step}, {"prepare", prepare_step},
                                    {"sft", sft_step},             {"eval-sft", eval_sft_step},
                                    {"sample", sample_step},       {"score", score_step},
-                                   {"dpo", dpo_step},             {"eval-dpo", eval_dpo_step}};
+                                   {"dpo", dpo_step},             {"eval-dpo", eval_dpo_step},
+                                   {"rl", rl_step},               {"eval-rl", eval_rl_step}};
 
 // The settings a report names, written at each run (the steps' `.done` files hold them as they ran).
 json options_json(const PipelineOptions& o, const PipelineContext& ctx) {
@@ -788,8 +919,7 @@ FastTestResult evaluate_model(PumaModel& model, const PipelineContext& ctx, cons
     g.max_new_tokens = o.function_max_new_tokens;
     auto generated = model.generate(function_prompts, g);
     for (std::size_t i = 0; i < tasks.size(); ++i) {
-      std::string text = agents::puma_generated_part(generated[i].at(0), "### Tool:\n");
-      std::string fn(trim(std::string_view(text).substr(0, text.find('\n'))));
+      std::string fn = agents::puma_function_from_completion(generated[i].at(0));
       functions[tasks[i]->instruction] = fn;
       functions_json[tasks[i]->instruction] = json::array({fn});
     }
@@ -847,13 +977,18 @@ void follow_dpo(PipelineRun& run) {
   model->dpo(pairs, eval, run.dpo_dir / "work", run.dpo_options);
 }
 
+void follow_rl(PipelineRun& run) {
+  RlSetup s = rl_setup(run);
+  train_rl(*s.model, s.train, s.eval, run.rl_dir / "work", rl_options(run));
+}
+
 PipelineReport follow_pipeline(PipelineRun& run, PipelineReport& report, const std::string& until) {
   for (const PipelineStep& step : kSteps) {
     const std::string name = step.name;
-    if (name == "sft" || name == "dpo") {
+    if (name == "sft" || name == "dpo" || name == "rl") {
       const bool train = run.group->wait_for(name) == "train";
       run.steps.log(fmt::format("rank {}: {} {}", run.group->rank(), name, train ? "starts" : "is not trained now"));
-      if (train) (name == "sft" ? follow_sft : follow_dpo)(run);
+      if (train) (name == "sft" ? follow_sft : name == "dpo" ? follow_dpo : follow_rl)(run);
     }
     if (name == until) break;
   }
@@ -878,25 +1013,33 @@ PipelineReport run_pipeline(const PipelineContext& ctx, const PipelineOptions& o
     if (!std::getenv("OMP_NUM_THREADS")) ::setenv("OMP_NUM_THREADS", std::to_string(env.threads).c_str(), 1);
     const auto timeout = std::chrono::milliseconds(static_cast<int64_t>(o.dist_timeout_s * 1000));
     group = std::make_unique<llama::ProcessGroup>(env, timeout, o.model.device);
-    run.group = run.sft_options.group = run.dpo_options.group = group.get();
+    run.group = run.sft_options.group = run.dpo_options.group = run.rl_options.group = group.get();
     report.rank = env.rank;
     report.world = env.world;
     run.steps.log(fmt::format("rank {} of {} ({}, {}), rendezvous at {}:{}, {} threads", env.rank, env.world,
                               env.launcher, group->backend(), env.master_addr, env.master_port,
                               std::getenv("OMP_NUM_THREADS")));
     if (env.rank != 0) {
-      run.sft_options.on_progress = run.dpo_options.on_progress = nullptr;
+      run.sft_options.on_progress = run.dpo_options.on_progress = run.rl_options.on_progress = nullptr;
       return follow_pipeline(run, report, until);
     }
   }
   fs::create_directories(o.out);
   write_json(o.out / "options.json", options_json(o, ctx));
+  // The second stage: the branch the last step asked for belongs to, else the one --align names.
+  const std::string branch = pipeline_branch(until).empty() ? parse_align(o.align) : pipeline_branch(until);
   for (const PipelineStep& step : kSteps) {
+    const std::string own = pipeline_branch(step.name);
+    if (!own.empty() && own != branch) {
+      if (own == "dpo" ? step.name == std::string("dpo") : step.name == std::string("rl"))
+        tell_followers(run, step.name, false);  // the other ranks stop waiting for a training step not taken
+      continue;
+    }
     step.run(run);
     if (report.cancelled || step.name == until) break;  // cancelled: the same command resumes
   }
   // The training steps not reached are not trained now: the other ranks may stop waiting for them.
-  for (const char* step : {"sft", "dpo"}) tell_followers(run, step, false);
+  for (const char* step : {"sft", "dpo", "rl"}) tell_followers(run, step, false);
   write_pipeline_report(o.out);
   return report;
 }

@@ -1,6 +1,12 @@
 // src/puma/pipeline.h: PUMA's whole training pipeline as resumable steps (reference §5; D6–D9):
 //
-//   tokenizer (from-scratch presets only) → prepare → sft → eval-sft → sample → score → dpo → eval-dpo
+//   tokenizer (from-scratch presets only) → prepare → sft → eval-sft ┬→ sample → score → dpo → eval-dpo
+//                                                                     └→ rl → eval-rl
+//
+// After eval-sft the second stage branches: DPO on scored candidates (the paper's) or online RL on the
+// environment's reward (rl.h). `pwab puma train` runs the branch PipelineOptions::align names; a step named as the
+// end (`pwab puma rl`) runs its own branch, so one directory can hold both. The branches' settings are independent:
+// changing a DPO setting never redoes RL.
 //
 // Each step writes into its own folder under the output directory and marks itself done with a `.done` file that
 // holds the settings of every step up to it; a later run skips a done step with the same settings and redoes one
@@ -18,9 +24,11 @@
 #include "data/dataset.h"
 #include "embed/embedder.h"
 #include "env/environment.h"
+#include "env/track.h"
 #include "llm/chat.h"
 #include "puma/model.h"
 #include "puma/prepare.h"
+#include "puma/rl.h"
 #include "puma/scoring.h"
 
 namespace pwab::puma {
@@ -80,6 +88,17 @@ struct PipelineOptions {
   //! Steps done with the same settings in this other pipeline directory are taken over (hard links) instead of
   //! run again: the ablation's variants reuse the full run's tokenizer, data and models.
   std::filesystem::path reuse_from;
+  //! The second stage `pwab puma train` runs after SFT: "dpo" (the paper's, the default), "rl" (online RL on the
+  //! environment's reward) or "none" (SFT only).
+  std::string align = "dpo";
+  //! Online RL (the rl step, rl.h): iterations, group size, objective; rl.train holds its learning rate, schedule,
+  //! clipping and LoRA settings.
+  RlOptions rl{};
+  env::Track rl_track = env::Track::kSingleTurn;  //!< single: parameter prompts; multi: episodes with the scripted user
+  //! The task types RL trains on (all three by default).
+  std::vector<data::TaskType> rl_types{data::TaskType::kSearch, data::TaskType::kRecommend, data::TaskType::kReview};
+  int rl_eval_tasks = 256;  //!< test tasks (spread over the split) whose greedy reward the RL curve follows; 0 = none
+  int rl_max_steps = 10;    //!< multi-turn RL: the step cap of an episode (the track's)
   //! Data-parallel training (docs/puma.md, "Several processes"): when the launcher (torchrun, srun) starts N > 1
   //! processes, each collective waits at most this long for the other ranks before failing. Not a setting of the
   //! result, so not in any step's `.done`.
@@ -134,7 +153,8 @@ struct PipelineReport {
   int rank = 0, world = 1;
   FastTestResult sft;
   FastTestResult dpo;
-  bool have_sft = false, have_dpo = false;
+  FastTestResult rl;
+  bool have_sft = false, have_dpo = false, have_rl = false;
   int preference_pairs = 0;
   int tie_tasks = 0;  //!< train tasks whose candidates all scored the same (D7: no pair)
   CandidateStats candidates;  //!< train tasks
@@ -145,6 +165,10 @@ struct PipelineReport {
 
 //! The step names in order.
 const std::vector<std::string>& pipeline_steps();
+//! The second-stage branch a step belongs to: "dpo" (sample … eval-dpo), "rl" (rl, eval-rl) or "" (shared).
+std::string pipeline_branch(std::string_view step);
+//! "dpo", "rl" or "none"; UsageError otherwise.
+std::string parse_align(std::string_view text);
 
 //! Runs the steps from the first to `until` (inclusive; "" = all), skipping done ones, then writes report.json
 //! and report.md. UsageError for an unknown step name or a bad setting; the run can be interrupted

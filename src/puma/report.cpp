@@ -77,16 +77,44 @@ std::vector<json> thinned(const json& curve, const std::string& kind, std::size_
 std::string fast_test_rows(const json& report) {
   std::string out = "| model | search F | search R | recommend F | recommend R | review F | review R | overall F | "
                     "overall R |\n|---|---|---|---|---|---|---|---|---|\n";
-  for (const char* which : {"sft", "dpo"}) {
+  for (const auto& [which, name] : {std::pair{"sft", "after SFT"}, std::pair{"dpo", "after DPO"},
+                                    std::pair{"rl", "after RL"}}) {
     const json& t = field(field(report, "fast_test"), which);
     if (t.is_null()) continue;
-    out += fmt::format("| {} |", std::string(which) == "sft" ? "after SFT" : "after DPO");
+    out += fmt::format("| {} |", name);
     for (const char* type : {"search", "recommend", "review", "overall"})
       out += " " + num(t.value(type, json::object()), "function_acc", "{:.3f}") + " | " +
              num(t.value(type, json::object()), "result_acc", "{:.3f}") + " |";
     out += "\n";
   }
   return out;
+}
+
+// The RL section: the run's totals, then the curve (per iteration: reward, its spread, groups without signal, KL,
+// entropy, clip fraction, completion length, speed; the greedy reward on the evaluation tasks where measured).
+std::string rl_markdown(const json& r) {
+  const json& rl = field(r, "rl");
+  if (!rl.is_object()) return "";
+  std::string md = fmt::format(
+      "\n## RL\n\n{} iterations, {} episodes ({} completions) in {} s: sampling and scoring {} s ({} rollouts/s), "
+      "updates {} s, evaluation {} s; {} completion tokens trained on.\n\n",
+      rl.value("iterations", 0), rl.value("episodes", 0), rl.value("completions", 0), num(rl, "seconds", "{:.0f}"),
+      num(rl, "sample_seconds", "{:.0f}"), num(rl, "rollouts_per_s", "{:.0f}"), num(rl, "update_seconds", "{:.0f}"),
+      num(rl, "eval_seconds", "{:.0f}"), rl.value("train_tokens", 0));
+  md += "| iteration | reward | reward std | group std | no signal | KL | entropy | clipped | length | rollouts/s | "
+        "tokens/s | greedy reward (test) |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n";
+  std::map<int64_t, std::pair<json, json>> rows;
+  for (const json& p : thinned(field(r, "rl_curve"), "train", 16)) rows[p.value("iteration", int64_t{0})].first = p;
+  for (const json& p : thinned(field(r, "rl_curve"), "eval", 16)) rows[p.value("iteration", int64_t{0})].second = p;
+  for (const auto& [iteration, pe] : rows)
+    md += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n", iteration,
+                      num(pe.first, "reward"), num(pe.first, "reward_std", "{:.3f}"),
+                      num(pe.first, "group_reward_std", "{:.3f}"), num(pe.first, "tie_share", "{:.2f}"),
+                      num(pe.first, "kl", "{:.4f}"), num(pe.first, "entropy", "{:.3f}"),
+                      num(pe.first, "clip_fraction", "{:.3f}"), num(pe.first, "completion_tokens", "{:.1f}"),
+                      num(pe.first, "rollouts_per_s", "{:.0f}"), num(pe.first, "tokens_per_s", "{:.0f}"),
+                      num(pe.second, "reward"));
+  return md;
 }
 
 std::string markdown(const json& r) {
@@ -100,13 +128,21 @@ std::string markdown(const json& r) {
                       o.value("sft_mode", "?"));
   }
   md += "## Fast test on the test split\n\n" + fast_test_rows(r) + "\n";
-  if (field(r, "dpo_minus_sft").is_object()) {
-    const json& d = field(r, "dpo_minus_sft");
-    md += fmt::format("DPO − SFT on the same {} tasks (paired bootstrap, 95%): overall R. Acc {:+.4f} [{:+.4f}, {:+.4f}], "
-                      "F. Acc {:+.4f} [{:+.4f}, {:+.4f}].\n\n",
-                      d.value("tasks", 0), number(field(d, "r_acc"), "value"), number(field(d, "r_acc"), "ci_low"),
+  for (const auto& [key, name] : {std::pair{"dpo_minus_sft", "DPO − SFT"}, std::pair{"rl_minus_sft", "RL − SFT"},
+                                   std::pair{"rl_minus_dpo", "RL − DPO"}}) {
+    const json& d = field(r, key);
+    if (!d.is_object()) continue;
+    md += fmt::format("{} on the same {} tasks (paired bootstrap, 95%): overall R. Acc {:+.4f} [{:+.4f}, {:+.4f}], "
+                      "F. Acc {:+.4f} [{:+.4f}, {:+.4f}]; R. Acc search {:+.4f} [{:+.4f}, {:+.4f}], recommend "
+                      "{:+.4f} [{:+.4f}, {:+.4f}], review {:+.4f} [{:+.4f}, {:+.4f}].\n\n",
+                      name, d.value("tasks", 0), number(field(d, "r_acc"), "value"), number(field(d, "r_acc"), "ci_low"),
                       number(field(d, "r_acc"), "ci_high"), number(field(d, "f_acc"), "value"),
-                      number(field(d, "f_acc"), "ci_low"), number(field(d, "f_acc"), "ci_high"));
+                      number(field(d, "f_acc"), "ci_low"), number(field(d, "f_acc"), "ci_high"),
+                      number(field(d, "search"), "value"), number(field(d, "search"), "ci_low"),
+                      number(field(d, "search"), "ci_high"), number(field(d, "recommend"), "value"),
+                      number(field(d, "recommend"), "ci_low"), number(field(d, "recommend"), "ci_high"),
+                      number(field(d, "review"), "value"), number(field(d, "review"), "ci_low"),
+                      number(field(d, "review"), "ci_high"));
   }
   md += "## Time per step\n\n| step | seconds |\n|---|---|\n";
   for (auto it = field(r, "seconds").begin(); it != field(r, "seconds").end(); ++it)
@@ -158,6 +194,7 @@ std::string markdown(const json& r) {
                         num(p, "loss"), num(p, "margin"), num(p, "accuracy", "{:.3f}"), num(p, "chosen_reward"),
                         num(p, "rejected_reward"), num(p, "kl", "{:.5f}"));
   }
+  md += rl_markdown(r);
   return md;
 }
 
@@ -174,25 +211,35 @@ std::string write_pipeline_report(const fs::path& dir) {
   r["candidates"] = read_json_or_null(dir / "dpo" / "score" / "report.json");
   r["dpo"] = read_json_or_null(dir / "dpo" / "train.json");
   r["dpo_curve"] = read_curve(dir / "dpo" / "work" / "curve.jsonl");
+  r["rl"] = read_json_or_null(dir / "rl" / "train.json");
+  r["rl_curve"] = read_curve(dir / "rl" / "work" / "curve.jsonl");
   r["fast_test"] = {{"sft", read_json_or_null(dir / "sft" / "eval" / "fast_test.json")},
-                    {"dpo", read_json_or_null(dir / "dpo" / "eval" / "fast_test.json")}};
-  // DPO − SFT per task, paired, with a bootstrap interval: did DPO help?
-  auto sft_scores = read_fast_test_scores(dir / "sft" / "eval"), dpo_scores = read_fast_test_scores(dir / "dpo" / "eval");
-  if (!sft_scores.empty() && !dpo_scores.empty()) {
-    metrics::Comparison c = metrics::compare(sft_scores, dpo_scores);
+                    {"dpo", read_json_or_null(dir / "dpo" / "eval" / "fast_test.json")},
+                    {"rl", read_json_or_null(dir / "rl" / "eval" / "fast_test.json")}};
+  // The second stages against SFT and each other, per task, paired, with bootstrap intervals: did they help?
+  const auto sft_scores = read_fast_test_scores(dir / "sft" / "eval");
+  const auto dpo_scores = read_fast_test_scores(dir / "dpo" / "eval");
+  const auto rl_scores = read_fast_test_scores(dir / "rl" / "eval");
+  auto paired = [&](const std::vector<metrics::TaskOutcome>& a, const std::vector<metrics::TaskOutcome>& b, const char* key) {
+    if (a.empty() || b.empty()) return;
+    metrics::Comparison c = metrics::compare(a, b);
     auto cell = [](const metrics::Cell& x) { return json{{"value", x.value}, {"ci_low", x.ci_low}, {"ci_high", x.ci_high}}; };
     json d = {{"tasks", c.overall.n_paired}, {"r_acc", cell(c.overall.r_acc.diff)}, {"f_acc", cell(c.overall.f_acc.diff)}};
     for (const auto& [name, type] : {std::pair{"search", data::TaskType::kSearch},
                                      std::pair{"recommend", data::TaskType::kRecommend},
                                      std::pair{"review", data::TaskType::kReview}})
       d[name] = cell(c.by_type[metrics::type_index(type)].r_acc.diff);
-    r["dpo_minus_sft"] = d;
-  }
+    r[key] = d;
+  };
+  paired(sft_scores, dpo_scores, "dpo_minus_sft");
+  paired(sft_scores, rl_scores, "rl_minus_sft");
+  paired(dpo_scores, rl_scores, "rl_minus_dpo");
   json seconds = json::object();
   const std::pair<const char*, fs::path> steps[] = {
       {"tokenizer", dir / "base"},      {"prepare", dir / "data"},           {"sft", dir / "sft"},
       {"eval-sft", dir / "sft" / "eval"}, {"sample", dir / "dpo" / "sample"}, {"score", dir / "dpo" / "score"},
-      {"dpo", dir / "dpo"},             {"eval-dpo", dir / "dpo" / "eval"}};
+      {"dpo", dir / "dpo"},             {"eval-dpo", dir / "dpo" / "eval"}, {"rl", dir / "rl"},
+      {"eval-rl", dir / "rl" / "eval"}};
   for (const auto& [name, step_dir] : steps) seconds[name] = seconds_of(step_dir);
   r["seconds"] = seconds;
   std::string md = markdown(r);

@@ -83,6 +83,15 @@ PipelineOptions PipelineOptions::tiny_preset() {
   o.max_new_tokens = 48;
   o.sft_weights.function = 4;
   o.dpo_eval_tasks = 32;
+  o.rl.train = o.dpo;  // every weight, as DPO
+  o.rl.train.learning_rate = 2e-4;
+  o.rl.iterations = 20;
+  o.rl.tasks_per_iteration = 16;
+  o.rl.group_size = 4;
+  o.rl.kl_coef = 0.05;
+  o.rl.max_new_tokens = o.max_new_tokens;
+  o.rl.eval_every = 10;
+  o.rl_eval_tasks = 64;
   return o;
 }
 
@@ -126,6 +135,17 @@ PipelineOptions PipelineOptions::cpu_preset() {
   o.max_new_tokens = 96;
   o.sample_limit = 3000;
   o.dpo_eval_tasks = 256;
+  o.rl.train = o.dpo;  // a LoRA on the SFT model, as DPO
+  o.rl.train.learning_rate = 1e-3;
+  o.rl.train.warmup_ratio = 0.05;
+  o.rl.iterations = 150;
+  o.rl.tasks_per_iteration = 32;
+  o.rl.group_size = 8;
+  o.rl.minibatches = 2;
+  o.rl.kl_coef = 0.02;
+  o.rl.max_new_tokens = o.max_new_tokens;
+  o.rl.eval_every = 25;
+  o.rl_eval_tasks = 256;
   return o;
 }
 
@@ -146,7 +166,27 @@ PipelineOptions PipelineOptions::paper_preset() {
   o.samples = 10;
   o.sample_temperature = 1.5;
   o.dpo_eval_tasks = 0;  // the original had no DPO test pairs; --dpo-eval-tasks N adds them
+  o.rl.train = o.dpo;  // LoRA r16 with modules_to_save, as the paper's stages
+  o.rl.train.learning_rate = 1e-5;
+  o.rl.train.accumulation_steps = 1;
+  o.rl.iterations = 200;
+  o.rl.tasks_per_iteration = 16;
+  o.rl.group_size = 8;
+  o.rl.kl_coef = 0.04;
+  o.rl.max_new_tokens = o.max_new_tokens;
+  o.rl.eval_every = 20;
   return o;
+}
+
+std::string pipeline_branch(std::string_view step) {
+  if (step == "sample" || step == "score" || step == "dpo" || step == "eval-dpo") return "dpo";
+  if (step == "rl" || step == "eval-rl") return "rl";
+  return "";
+}
+
+std::string parse_align(std::string_view text) {
+  if (text == "dpo" || text == "rl" || text == "none") return std::string(text);
+  throw UsageError("--align must be dpo, rl or none, not '" + std::string(text) + "'");
 }
 
 PipelineOptions PipelineOptions::preset_named(const std::string& name) {

@@ -15,6 +15,20 @@
 
 namespace pwab::puma {
 
+const data::Task& task_of_key(const data::Dataset& ds, const std::string& key) {
+  const std::size_t slash = key.find('/');
+  if (slash == std::string::npos) throw DataError("not a task key: '" + key + "'");
+  const std::string split = key.substr(0, slash);
+  const auto& tasks = ds.tasks(split == "train" ? data::Split::kTrain : data::Split::kTest);
+  const std::string digits = key.substr(slash + 1);
+  if (digits.empty() || digits.size() > 9 || digits.find_first_not_of("0123456789") != std::string::npos ||
+      (split != "train" && split != "test"))
+    throw DataError("not a task key: '" + key + "'");
+  const std::size_t index = std::stoul(digits);
+  if (index >= tasks.size()) throw DataError("task key '" + key + "' is past the dataset's tasks");
+  return tasks[index];
+}
+
 double score_parameter(const env::Environment& env, const data::Task& task, data::TaskType type,
                        std::string_view parameter) {
   // The same mapping as the runtime agent (a "Say:" or "stop" output is no task call: 0).

@@ -13,6 +13,9 @@
 
 namespace pwab::puma {
 
+//! The task a key such as "train/12" (data::task_key) names; DataError for a malformed key or one past the tasks.
+const data::Task& task_of_key(const data::Dataset& ds, const std::string& key);
+
 //! Result accuracy of `parameter` executed as a call of `type`'s task function for `task`: the rank score of the
 //! target for search (the text is the query) and recommendation (split on ',', trimmed, order and duplicates
 //! kept, D2), the similarity with the true review for review. An error output scores 0.

@@ -59,7 +59,12 @@ PipelineOptions tiny_options(const fs::path& out) {
 }
 
 TEST(PumaPipeline, StepsInOrderAndUsageErrors) {
-  EXPECT_EQ(pipeline_steps(), (Steps{"tokenizer", "prepare", "sft", "eval-sft", "sample", "score", "dpo", "eval-dpo"}));
+  EXPECT_EQ(pipeline_steps(), (Steps{"tokenizer", "prepare", "sft", "eval-sft", "sample", "score", "dpo", "eval-dpo",
+                                     "rl", "eval-rl"}));
+  EXPECT_EQ(pipeline_branch("score"), "dpo");
+  EXPECT_EQ(pipeline_branch("eval-rl"), "rl");
+  EXPECT_EQ(pipeline_branch("sft"), "");
+  EXPECT_THROW(parse_align("ppo"), UsageError);
   World w;
   pwab::test::TempDir dir;
   try {
@@ -67,7 +72,7 @@ TEST(PumaPipeline, StepsInOrderAndUsageErrors) {
     FAIL() << "an unknown step ran";
   } catch (const UsageError& e) {
     EXPECT_EQ(std::string(e.what()), "unknown pipeline step 'train' (steps: tokenizer, prepare, sft, eval-sft, sample, "
-                                     "score, dpo, eval-dpo)");
+                                     "score, dpo, eval-dpo, rl, eval-rl)");
   }
   PipelineContext no_env = w.context();
   no_env.env = nullptr;
@@ -181,6 +186,37 @@ TEST(PumaPipeline, EveryStepWithServerSamplingAndReuse) {
   EXPECT_NE(pwab::test::read_text(dir / "full" / "report.md").find("## SFT"), std::string::npos);
   for (const char* f : {"sft/eval/scores.jsonl", "dpo/eval/scores.jsonl", "options.json"})
     EXPECT_TRUE(fs::exists(dir / "full" / f)) << f;
+  EXPECT_FALSE(fs::exists(dir / "full" / "rl")) << "--align dpo ran the RL branch";
+
+  // The RL branch in the same directory: the shared steps are skipped, only rl and eval-rl run, and the report
+  // compares RL with SFT and with DPO. Changing a DPO setting afterwards redoes the DPO branch, never RL.
+  o.rl.iterations = 3;
+  o.rl.tasks_per_iteration = 4;
+  o.rl.group_size = 3;
+  o.rl.max_new_tokens = 12;
+  o.rl_eval_tasks = 3;
+  PipelineReport with_rl = run_pipeline(ctx, o, "eval-rl");
+  EXPECT_EQ(with_rl.ran_steps, (Steps{"rl", "eval-rl"}));
+  EXPECT_EQ(with_rl.skipped_steps, (Steps{"tokenizer", "prepare", "sft", "eval-sft"}));
+  EXPECT_TRUE(with_rl.have_rl);
+  for (const char* f : {"rl/model/model.safetensors", "rl/train.json", "rl/work/curve.jsonl", "rl/eval/scores.jsonl"})
+    EXPECT_TRUE(fs::exists(dir / "full" / f)) << f;
+  report = nlohmann::json::parse(pwab::test::read_text(dir / "full" / "report.json"));
+  EXPECT_FALSE(report["rl_minus_sft"].is_null());
+  EXPECT_FALSE(report["rl_minus_dpo"].is_null());
+  EXPECT_EQ(report["rl_curve"].size(), 3u + 2u);  // 3 iterations, greedy evaluations before and after
+  EXPECT_NE(pwab::test::read_text(dir / "full" / "report.md").find("## RL"), std::string::npos);
+  o.dpo.learning_rate *= 2;
+  o.align = "dpo";
+  PipelineReport dpo_again = run_pipeline(ctx, o);
+  EXPECT_EQ(dpo_again.ran_steps, (Steps{"dpo", "eval-dpo"}));
+  PipelineReport rl_again = run_pipeline(ctx, o, "eval-rl");
+  EXPECT_EQ(rl_again.ran_steps, Steps{});
+  o.align = "rl";  // `train` with --align rl: the RL branch only
+  PipelineReport align_rl = run_pipeline(ctx, o);
+  EXPECT_EQ(align_rl.skipped_steps, (Steps{"tokenizer", "prepare", "sft", "eval-sft", "rl", "eval-rl"}));
+  EXPECT_FALSE(align_rl.have_dpo);
+  o.align = "dpo";
 
   // A variant without memory: tokenizer reused, everything from prepare on redone; evaluated with given functions.
   PipelineOptions v = o;

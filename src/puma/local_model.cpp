@@ -1,0 +1,53 @@
+// The local completions backend of `pwab run --agent puma --local-model` (model.h local_chat_model): raw-text
+// requests answered by a PumaModel in this process.
+#include <mutex>
+
+#include "core/error.h"
+#include "puma/model.h"
+
+namespace pwab::puma {
+
+namespace {
+
+class LocalChatModel final : public llm::ChatModel {
+ public:
+  LocalChatModel(std::shared_ptr<PumaModel> model, std::string name) : model_(std::move(model)), name_(std::move(name)) {}
+
+  llm::ChatResponse chat(const llm::ChatRequest& request) override {
+    if (!request.prompt)
+      throw UsageError("the local PUMA model answers raw-text completions only (the puma agent's requests), not "
+                       "chat messages");
+    GenerateConfig g;
+    g.max_new_tokens = request.max_tokens.value_or(256);
+    double temperature = request.temperature.value_or(0.0);
+    g.sample = temperature > 0;
+    g.temperature = g.sample ? temperature : 1.0;
+    g.seed = static_cast<uint64_t>(request.seed.value_or(0)) + static_cast<uint64_t>(request.sample);
+    g.batch_size = 1;
+    std::lock_guard<std::mutex> lock(mu_);
+    std::string text = model_->generate({*request.prompt}, g).at(0).at(0);
+    llm::ChatResponse r;
+    r.message = llm::Message::assistant(std::move(text));
+    r.finish_reason = "stop";
+    r.model = request.model;
+    r.prompt_tokens = model_->last_prompt_tokens();
+    r.completion_tokens = model_->last_generated_tokens();
+    r.attempts = 1;
+    return r;
+  }
+  std::string describe() const override { return "local " + name_ + " (" + model_->describe() + ")"; }
+
+ private:
+  std::shared_ptr<PumaModel> model_;
+  std::string name_;
+  std::mutex mu_;
+};
+
+}  // namespace
+
+std::unique_ptr<llm::ChatModel> local_chat_model(std::shared_ptr<PumaModel> model, std::string name) {
+  if (!model) throw UsageError("local_chat_model: no model");
+  return std::make_unique<LocalChatModel>(std::move(model), std::move(name));
+}
+
+}  // namespace pwab::puma
