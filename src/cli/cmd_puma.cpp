@@ -31,14 +31,15 @@ namespace {
 struct PumaArgs {
   std::string data, out, preset = "tiny", base_model, embedder = "fasttext", checkpoint, index_dir;
   std::string search_labels = "heuristic", device = "cpu", dtype = "float32", sft_mode, function_file, sft_weights;
-  std::string reuse_from, align, rl_algo, rl_track, rl_types;
+  std::string reuse_from, align, rl_algo, rl_track, rl_types, rl_loss_norm;
   std::optional<int> rl_iterations, rl_tasks, rl_group, rl_top_k, rl_max_new_tokens, rl_inner_epochs, rl_minibatches,
       rl_eval_every, rl_eval_tasks, rl_max_steps, rl_lora_r;
   std::optional<double> rl_lr, rl_kl, rl_clip, rl_clip_high, rl_temperature, rl_warmup;
-  std::optional<bool> rl_lora, rl_skip_tied;
+  std::optional<bool> rl_lora, rl_skip_tied, rl_function;
   bool rl_save_rollouts = false;
   double dist_timeout_s = 300;
   int train_limit = 0, test_limit = 0, top_k = 10;
+  std::optional<int> holdout;
   std::optional<int> samples, sft_epochs, dpo_epochs, memory_tokens, memory_k, grad_accum, sft_batch, dpo_batch,
       max_length, dpo_max_length, dpo_max_prompt_length, lora_r, sample_limit, dpo_eval_tasks, max_new_tokens, vocab,
       hidden, layers, heads, kv_heads, ffn, recommend_length;
@@ -77,6 +78,11 @@ void apply_rl_flags(const PumaArgs& a, puma::PipelineOptions& o) {
   if (!a.rl_algo.empty()) {  // llama::parse_advantage_estimator lives in the torch plugin
     if (a.rl_algo != "grpo" && a.rl_algo != "rloo") throw UsageError("--rl-algo must be grpo or rloo, not '" + a.rl_algo + "'");
     r.algo = a.rl_algo == "grpo" ? llama::AdvantageEstimator::kGrpo : llama::AdvantageEstimator::kRloo;
+  }
+  if (!a.rl_loss_norm.empty()) {
+    if (a.rl_loss_norm != "sequence" && a.rl_loss_norm != "token")
+      throw UsageError("--rl-loss-norm must be sequence or token, not '" + a.rl_loss_norm + "'");
+    r.per_sequence = a.rl_loss_norm == "sequence";
   }
   if (!a.rl_track.empty()) {
     if (a.rl_track != "single" && a.rl_track != "multi") throw UsageError("--rl-track must be single or multi");
@@ -123,6 +129,7 @@ void apply_rl_flags(const PumaArgs& a, puma::PipelineOptions& o) {
   if (r.minibatches > r.tasks_per_iteration) throw UsageError("--rl-minibatches cannot exceed --rl-tasks");
   if (a.rl_lora) r.train.lora = *a.rl_lora;
   if (a.rl_skip_tied) r.skip_tied_groups = *a.rl_skip_tied;
+  if (a.rl_function) o.rl_function = *a.rl_function;
   r.save_rollouts = a.rl_save_rollouts;
 }
 
@@ -180,6 +187,10 @@ puma::PipelineOptions pipeline_options(const PumaArgs& a) {
   if (at_least(a.max_new_tokens, 1, "--max-new-tokens")) o.max_new_tokens = *a.max_new_tokens;
   if (at_least(a.recommend_length, 1, "--recommend-length")) o.prepare.recommend_length = *a.recommend_length;
   if (!a.sft_weights.empty()) o.sft_weights = puma::parse_sft_weights(a.sft_weights, o.sft_weights);
+  if (a.holdout) {
+    if (*a.holdout < 0) throw UsageError("--holdout takes an integer ≥ 0");
+    o.holdout = *a.holdout;
+  }
   apply_rl_flags(a, o);
   const bool shaped = a.vocab || a.hidden || a.layers || a.heads || a.kv_heads || a.ffn || a.tie_embeddings;
   if (shaped && !a.base_model.empty())
@@ -286,6 +297,7 @@ void run_puma(const PumaArgs& a, const std::string& until) {
 struct AblateArgs {
   PumaArgs train;
   int seeds = 1, bootstrap = 1000;
+  bool rl_rows = true;
   std::string tables = "5,6";
   std::vector<int> memory_lengths;
 };
@@ -297,6 +309,7 @@ void run_ablate(const AblateArgs& a) {
   o.seeds = a.seeds;
   o.table5 = a.tables.find('5') != std::string::npos;
   o.table6 = a.tables.find('6') != std::string::npos;
+  o.rl_rows = a.rl_rows;
   if (a.tables != "5" && a.tables != "6" && a.tables != "5,6" && a.tables != "6,5")
     throw UsageError("--tables takes 5, 6 or 5,6");
   o.memory_lengths = a.memory_lengths;
@@ -379,6 +392,9 @@ void add_puma_options(CLI::App& cmd, PumaArgs& a) {
                                                      "tool}) instead of the model's own");
   cmd.add_option("--reuse-from", a.reuse_from, "Take over the steps this other pipeline directory finished with the "
                                                "same settings (hard links) instead of running them again");
+  cmd.add_option("--holdout", a.holdout, "Hold the last N train tasks out of SFT for the second stage: DPO's "
+                                         "candidates and RL's episodes come from them (0 = every task in both; "
+                                         "default: the preset's)");
   cmd.add_option("--align", a.align, "The second stage after SFT: dpo (the paper's, default), rl (online RL on the "
                                      "environment's reward) or none");
   cmd.add_option("--rl-algo", a.rl_algo, "RL advantages: grpo (centred and scaled by the group's spread) or rloo "
@@ -394,6 +410,8 @@ void add_puma_options(CLI::App& cmd, PumaArgs& a) {
   cmd.add_option("--rl-kl", a.rl_kl, "RL KL penalty to the SFT model, β of the k3 estimator (default: the preset's)");
   cmd.add_option("--rl-clip", a.rl_clip, "RL ratio clip ε: [1 − ε, 1 + ε] (default 0.2)");
   cmd.add_option("--rl-clip-high", a.rl_clip_high, "RL upper clip ε_high when it differs from --rl-clip (DAPO)");
+  cmd.add_option("--rl-loss-norm", a.rl_loss_norm, "RL objective averaged per sequence (each completion weighs the "
+                                                   "same; default) or per token");
   cmd.add_option("--rl-inner-epochs", a.rl_inner_epochs, "RL passes over each iteration's rollouts (default 1)");
   cmd.add_option("--rl-minibatches", a.rl_minibatches, "RL optimizer steps per pass (default: the preset's)");
   cmd.add_option("--rl-lora", a.rl_lora, "RL trains a LoRA adapter (true) or every weight (false; default: the "
@@ -401,6 +419,8 @@ void add_puma_options(CLI::App& cmd, PumaArgs& a) {
   cmd.add_option("--rl-lora-r", a.rl_lora_r, "RL LoRA rank (default: the preset's)");
   cmd.add_option("--rl-skip-tied", a.rl_skip_tied, "RL leaves tasks whose episodes all scored the same out of the "
                                                    "update (default true)");
+  cmd.add_option("--rl-function", a.rl_function, "Single-turn RL also samples the function prompt, rewarded by "
+                                                 "function accuracy and held by the KL term (default true)");
   cmd.add_option("--rl-track", a.rl_track, "RL episodes: single (parameter prompts, default) or multi (the puma "
                                            "agent against the scripted user)");
   cmd.add_option("--rl-types", a.rl_types, "RL task types, e.g. search,review (default: all three)");
@@ -514,6 +534,8 @@ void add_puma_commands(CLI::App& app) {
                                                           "for --preset paper, else a quarter, half and all of the "
                                                           "preset's)")->delimiter(',');
   ab->add_option("--bootstrap", aa->bootstrap, "Bootstrap resamples of the intervals")->capture_default_str();
+  ab->add_option("--rl-rows", aa->rl_rows, "Table 5 also trains the rows SFT + RL and RL without SFT (the RL branch "
+                                           "of the PUMA and w/o SFT pipelines)")->capture_default_str();
   ab->callback([aa] { run_ablate(*aa); });
 
   auto fa = std::make_shared<FastTestArgs>();

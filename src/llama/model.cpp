@@ -361,27 +361,21 @@ torch::Tensor LlamaModelImpl::run_layers(const torch::Tensor& ids, const torch::
   return norm_->forward(x);
 }
 
-torch::Tensor LlamaModelImpl::packed_hidden_states(const torch::Tensor& input_ids, const torch::Tensor& positions,
-                                                   const torch::Tensor& visible) {
-  if (input_ids.dim() != 2 || input_ids.size(1) == 0)
-    throw UsageError("LLaMA packed forward: input_ids must be [rows, tokens] with at least one token, got " +
-                     shape_string(input_ids.sizes()));
-  const int64_t rows = input_ids.size(0), n = input_ids.size(1);
-  if (positions.sizes() != input_ids.sizes() || visible.dim() != 3 || visible.size(0) != rows ||
-      visible.size(1) != n || visible.size(2) != n)
-    throw UsageError("LLaMA packed forward: positions " + shape_string(positions.sizes()) + " must match input_ids " +
-                     shape_string(input_ids.sizes()) + " and visible " + shape_string(visible.sizes()) +
-                     " must be [rows, tokens, tokens]");
-  const auto dev = device();
-  auto ids = input_ids.to(dev, torch::kInt64);
-  auto lo = ids.min().item<int64_t>(), hi = ids.max().item<int64_t>();
-  if (lo < 0 || hi >= config_.vocab_size)
-    throw UsageError("LLaMA packed forward: token id " + std::to_string(lo < 0 ? lo : hi) +
-                     " outside the vocabulary of " + std::to_string(config_.vocab_size));
-  auto blocked = torch::zeros({rows, 1, 1, n, n}, torch::TensorOptions().dtype(torch::kFloat32).device(dev))
-                     .masked_fill_(visible.to(dev, torch::kBool).logical_not().view({rows, 1, 1, n, n}),
-                                   std::numeric_limits<float>::lowest());
-  return run_layers(ids, positions.to(dev, torch::kInt64), blocked, nullptr);
+std::pair<torch::Tensor, torch::Tensor> LlamaModelImpl::prefix_hidden_states(const torch::Tensor& prompt_ids,
+                                                                             const torch::Tensor& prompt_mask,
+                                                                             const torch::Tensor& continuation_ids,
+                                                                             const torch::Tensor& continuation_mask,
+                                                                             const torch::Tensor& parent) {
+  if (parent.dim() != 1 || parent.size(0) != continuation_ids.size(0))
+    throw UsageError("LLaMA prefix forward: parent must give one prompt row per continuation row, got " +
+                     shape_string(parent.sizes()) + " for continuations " + shape_string(continuation_ids.sizes()));
+  // Autograd flows through the cache: its buffers are written by copy_ (recorded) and copied to the continuation
+  // rows by index_select, and each buffer is written once per pass, after nothing has saved it.
+  KvCache cache(prompt_ids.size(1) + continuation_ids.size(1));
+  auto prompts = hidden_states(prompt_ids, prompt_mask, &cache);
+  cache.select_rows(parent);
+  auto continuations = hidden_states(continuation_ids, continuation_mask, &cache);
+  return {prompts, continuations};
 }
 
 torch::Tensor LlamaModelImpl::logits(const torch::Tensor& hidden) {

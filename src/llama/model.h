@@ -152,12 +152,17 @@ class LlamaModelImpl : public torch::nn::Module {
   //! The final hidden states [rows, new, hidden] (after the last RMSNorm), in the model's dtype.
   torch::Tensor hidden_states(const torch::Tensor& input_ids, const torch::Tensor& attention_mask = {},
                               KvCache* cache = nullptr);
-  //! The final hidden states of packed rows, where every token carries its own position (`positions` [rows, new]
-  //! int64) and reads the keys `visible` allows ([rows, new, new] bool: query i may read key j; every token must
-  //! see at least itself). No cache. RL training packs a prompt and the completions sampled from it into one row,
-  //! each completion seeing the prompt and itself (llama/rl.h), so the prompt is computed once for all of them.
-  torch::Tensor packed_hidden_states(const torch::Tensor& input_ids, const torch::Tensor& positions,
-                                     const torch::Tensor& visible);
+  //! The final hidden states of prompts and of continuations that read them: `prompt_ids` [prompts, P] (left-padded,
+  //! `prompt_mask` 1 on tokens), `continuation_ids` [rows, C] (right-padded, `continuation_mask`), each row
+  //! continuing the prompt `parent[row]`: it sees that prompt and its own earlier tokens, at the positions that
+  //! follow the prompt. Returns {[prompts, P, hidden], [rows, C, hidden]}, differentiable: RL training computes a
+  //! prompt once for all the completions sampled from it (llama/rl_loss.h). The prompts' keys and values go through
+  //! a KvCache, copied to each of their rows.
+  std::pair<torch::Tensor, torch::Tensor> prefix_hidden_states(const torch::Tensor& prompt_ids,
+                                                               const torch::Tensor& prompt_mask,
+                                                               const torch::Tensor& continuation_ids,
+                                                               const torch::Tensor& continuation_mask,
+                                                               const torch::Tensor& parent);
   //! hidden [.., hidden] → float32 logits [.., vocab].
   torch::Tensor logits(const torch::Tensor& hidden);
 

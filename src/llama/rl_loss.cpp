@@ -7,95 +7,72 @@
 #include "llama/model.h"
 
 namespace pwab::llama {
-namespace {
-
-// One row: a prompt and the completions (indices into its group) it carries.
-struct RowPlan {
-  const RolloutGroup* group;
-  std::vector<std::size_t> completions;
-  int64_t length = 0;
-};
-
-std::vector<RowPlan> plan_rows(const std::vector<const RolloutGroup*>& groups, int64_t max_row_tokens) {
-  std::vector<RowPlan> rows;
+PackedRollouts pack_rollouts(const std::vector<const RolloutGroup*>& groups, int64_t pad_id,
+                             LossNormalisation normalisation) {
+  int64_t prompt_length = 0, completion_length = 0, labels = 0, completions = 0;
   for (const RolloutGroup* g : groups) {
     g->check();
-    const auto prompt = static_cast<int64_t>(g->prompt.size());
-    RowPlan row{g, {}, prompt};
-    for (std::size_t c = 0; c < g->completions.size(); ++c) {
-      const auto n = static_cast<int64_t>(g->completions[c].size());
-      if (max_row_tokens > 0 && !row.completions.empty() && row.length + n > max_row_tokens) {
-        rows.push_back(std::move(row));
-        row = RowPlan{g, {}, prompt};
-      }
-      row.completions.push_back(c);
-      row.length += n;
+    prompt_length = std::max(prompt_length, static_cast<int64_t>(g->prompt.size()));
+    for (const auto& c : g->completions) {
+      completion_length = std::max(completion_length, static_cast<int64_t>(c.size()) - 1);
+      labels += static_cast<int64_t>(c.size());
+      ++completions;
     }
-    if (!row.completions.empty()) rows.push_back(std::move(row));
   }
-  return rows;
-}
-
-}  // namespace
-
-PackedRollouts pack_rollouts(const std::vector<const RolloutGroup*>& groups, int64_t pad_id, int64_t max_row_tokens) {
-  std::vector<RowPlan> plan = plan_rows(groups, max_row_tokens);
-  if (plan.empty()) throw UsageError("pack_rollouts: no completion to train on");
-  int64_t n = 0, labels = 0;
-  for (const RowPlan& r : plan) {
-    n = std::max(n, r.length);
-    labels += r.length - static_cast<int64_t>(r.group->prompt.size());
-  }
-  const auto rows = static_cast<int64_t>(plan.size());
+  if (completions == 0) throw UsageError("pack_rollouts: no completion to train on");
+  completion_length = std::max<int64_t>(completion_length, 1);  // a pass needs a token, even if every one is padding
+  const auto prompts = static_cast<int64_t>(groups.size());
   PackedRollouts b;
-  b.input_ids = torch::full({rows, n}, pad_id, torch::kInt64);
-  b.positions = torch::zeros({rows, n}, torch::kInt64);
-  b.visible = torch::zeros({rows, n, n}, torch::kBool);
+  b.prompt_ids = torch::full({prompts, prompt_length}, pad_id, torch::kInt64);
+  b.prompt_mask = torch::zeros({prompts, prompt_length}, torch::kInt64);
+  b.completion_ids = torch::full({completions, completion_length}, pad_id, torch::kInt64);
+  b.completion_mask = torch::zeros({completions, completion_length}, torch::kInt64);
+  b.parent = torch::empty({completions}, torch::kInt64);
   b.from = torch::empty({labels}, torch::kInt64);
   b.tokens = torch::empty({labels}, torch::kInt64);
   b.old_logprobs = torch::empty({labels}, torch::kFloat32);
   b.advantages = torch::empty({labels}, torch::kFloat32);
+  b.weights = torch::empty({labels}, torch::kFloat32);
   b.labels = labels;
-  auto* ids = b.input_ids.data_ptr<int64_t>();
-  auto* pos = b.positions.data_ptr<int64_t>();
-  auto* see = b.visible.data_ptr<bool>();
+  auto* p_ids = b.prompt_ids.data_ptr<int64_t>();
+  auto* p_mask = b.prompt_mask.data_ptr<int64_t>();
+  auto* c_ids = b.completion_ids.data_ptr<int64_t>();
+  auto* c_mask = b.completion_mask.data_ptr<int64_t>();
+  auto* parent = b.parent.data_ptr<int64_t>();
   auto* from = b.from.data_ptr<int64_t>();
   auto* tok = b.tokens.data_ptr<int64_t>();
   auto* old = b.old_logprobs.data_ptr<float>();
   auto* adv = b.advantages.data_ptr<float>();
-  int64_t label = 0;
-  for (int64_t r = 0; r < rows; ++r) {
-    const RowPlan& row = plan[static_cast<std::size_t>(r)];
-    const std::vector<int32_t>& prompt = row.group->prompt;
-    const auto p = static_cast<int64_t>(prompt.size());
-    int64_t* row_ids = ids + r * n;
-    int64_t* row_pos = pos + r * n;
-    bool* row_see = see + r * n * n;
-    for (int64_t t = 0; t < p; ++t) {
-      row_ids[t] = prompt[static_cast<std::size_t>(t)];
-      row_pos[t] = t;
-      for (int64_t k = 0; k <= t; ++k) row_see[t * n + k] = true;
+  auto* weight = b.weights.data_ptr<float>();
+  int64_t label = 0, row = 0;
+  for (int64_t r = 0; r < prompts; ++r) {
+    const RolloutGroup& g = *groups[static_cast<std::size_t>(r)];
+    const auto p = static_cast<int64_t>(g.prompt.size());
+    for (int64_t t = 0; t < p; ++t) {  // left padding: every prompt ends at the last column
+      p_ids[r * prompt_length + prompt_length - p + t] = g.prompt[static_cast<std::size_t>(t)];
+      p_mask[r * prompt_length + prompt_length - p + t] = 1;
     }
-    int64_t start = p;
-    for (std::size_t c : row.completions) {
-      const std::vector<int32_t>& tokens = row.group->completions[c];
+    b.row_tokens += p;
+    for (std::size_t c = 0; c < g.completions.size(); ++c, ++row) {
+      const std::vector<int32_t>& tokens = g.completions[c];
       const auto len = static_cast<int64_t>(tokens.size());
+      const float w = normalisation == LossNormalisation::kToken ? 1.0f : 1.0f / static_cast<float>(len);
+      b.weight_sum += normalisation == LossNormalisation::kToken ? static_cast<double>(len) : 1.0;
+      parent[row] = r;
+      for (int64_t j = 0; j + 1 < len; ++j) {
+        c_ids[row * completion_length + j] = tokens[static_cast<std::size_t>(j)];
+        c_mask[row * completion_length + j] = 1;
+      }
+      b.row_tokens += len - 1;
       for (int64_t j = 0; j < len; ++j) {
-        const int64_t q = start + j;
-        row_ids[q] = tokens[static_cast<std::size_t>(j)];
-        row_pos[q] = p + j;
-        for (int64_t k = 0; k < p; ++k) row_see[q * n + k] = true;
-        for (int64_t k = start; k <= q; ++k) row_see[q * n + k] = true;
-        from[label] = r * n + (j == 0 ? p - 1 : q - 1);
+        from[label] = j == 0 ? r : prompts + row * completion_length + j - 1;
         tok[label] = tokens[static_cast<std::size_t>(j)];
-        old[label] = row.group->old_logprobs[c][static_cast<std::size_t>(j)];
-        adv[label] = static_cast<float>(row.group->advantages[c]);
+        old[label] = g.old_logprobs[c][static_cast<std::size_t>(j)];
+        adv[label] = static_cast<float>(g.advantages[c]);
+        weight[label] = w;
         ++label;
       }
-      start += len;
     }
-    for (int64_t q = start; q < n; ++q) row_see[q * n + q] = true;  // padding sees itself only (no empty softmax)
-    b.row_tokens += start;
   }
   return b;
 }
@@ -104,9 +81,11 @@ RolloutLogprobs rollout_logprobs(LlamaModelImpl& model, const PackedRollouts& ba
                                  bool with_entropy) {
   if (!(temperature > 0)) throw UsageError("rollout_logprobs: the temperature must be positive");
   const auto dev = model.device();
-  auto hidden = model.packed_hidden_states(batch.input_ids, batch.positions, batch.visible);
-  auto picked = hidden.reshape({-1, hidden.size(-1)}).index_select(0, batch.from.to(dev));
-  auto logits = model.logits(picked);
+  auto [prompts, completions] = model.prefix_hidden_states(batch.prompt_ids, batch.prompt_mask, batch.completion_ids,
+                                                          batch.completion_mask, batch.parent);
+  const int64_t width = prompts.size(-1);
+  auto sources = torch::cat({prompts.select(1, prompts.size(1) - 1), completions.reshape({-1, width})}, 0);
+  auto logits = model.logits(sources.index_select(0, batch.from.to(dev)));
   if (temperature != 1.0) logits = logits / temperature;
   auto log_probs = torch::log_softmax(logits, -1);
   RolloutLogprobs out;

@@ -1,10 +1,11 @@
-// src/llama/rl_loss.h: the objective of online RL on a LlamaModel: rollout groups packed into rows that compute a
-// prompt once for all of its completions, the log-probabilities of the sampled tokens, and the clipped token-level
+// src/llama/rl_loss.h: the objective of online RL on a LlamaModel: rollout groups batched so that a prompt is
+// computed once for all of its completions, the log-probabilities of the sampled tokens, and the clipped token-level
 // surrogate with a KL penalty to a reference model (GRPO / RLOO with PPO's clip; the k3 KL estimator).
 //
-// Packing: a row holds one prompt followed by completions drawn from it. Completion c's token j sits at position
-// prompt + j and sees the whole prompt and its own earlier tokens, never another completion; its first token is
-// predicted from the prompt's last position. The logits and their gradients are those of separate
+// Batching: the prompts form one batch (left-padded) whose keys and values every completion of the prompt reads;
+// the completions form a second batch (right-padded), each row seeing its prompt and its own earlier tokens
+// (LlamaModelImpl::prefix_hidden_states). A completion's first token is predicted from its prompt's last position,
+// the others from the completion's previous token. The logits and their gradients are those of separate
 // prompt + completion rows, at a fraction of the cost when the prompt is long and the completions short (a PUMA
 // parameter prompt is ~170 tokens, a query ~13).
 #pragma once
@@ -19,25 +20,36 @@ namespace pwab::llama {
 
 class LlamaModelImpl;
 
-//! Packed rows of rollout groups (tensors on the CPU).
+//! Rollout groups as the two batches of a prefix forward (tensors on the CPU).
 struct PackedRollouts {
-  torch::Tensor input_ids;     //!< [rows, n] int64, padded with the pad id
-  torch::Tensor positions;     //!< [rows, n] int64: prompt t → t; completion token j → prompt + j
-  torch::Tensor visible;       //!< [rows, n, n] bool: query i may read key j
-  torch::Tensor from;          //!< [labels] int64: flat index (row · n + t) of the position that predicts each label
+  torch::Tensor prompt_ids;         //!< [prompts, P] int64, left-padded with the pad id
+  torch::Tensor prompt_mask;        //!< [prompts, P] 1 on tokens
+  torch::Tensor completion_ids;     //!< [completions, C] int64: each completion without its last token (the inputs
+                                    //!< that predict its tokens after the first), right-padded
+  torch::Tensor completion_mask;    //!< [completions, C]
+  torch::Tensor parent;             //!< [completions] int64: the prompt row each completion continues
+  //! [labels] int64: where each label's prediction is read in cat(the prompts' last hidden states [prompts],
+  //! the completion rows' hidden states flattened [completions · C])
+  torch::Tensor from;
   torch::Tensor tokens;        //!< [labels] int64: the sampled tokens, completion after completion
   torch::Tensor old_logprobs;  //!< [labels] float32: the sampling policy's log-probabilities
   torch::Tensor advantages;    //!< [labels] float32: each token carries its completion's advantage
+  //! [labels] float32: each token's weight in the loss (LossNormalisation): 1, or 1 / its completion's length
+  torch::Tensor weights;
   int64_t labels = 0;          //!< completion tokens in all
-  int64_t row_tokens = 0;      //!< tokens in the rows, padding excluded (what a forward pass computes)
+  double weight_sum = 0;       //!< Σ weights: the tokens (per token) or the completions (per sequence)
+  int64_t row_tokens = 0;      //!< tokens a forward pass computes, padding excluded (each prompt once)
 };
 
-//! Packs the groups, in order, into rows. A group whose prompt plus completions exceed `max_row_tokens` (0 = no
-//! limit) is split over several rows that each repeat its prompt (every row keeps at least one completion), which
-//! bounds the n² attention of a row without changing the loss. Throws pwab::UsageError for an inconsistent group
-//! (RolloutGroup::check) or no completion at all.
+//! How the per-token terms are averaged. Per token (DAPO's token-level loss): every sampled token weighs the
+//! same, so long completions dominate a batch of mixed lengths. Per sequence (the original GRPO): each
+//! completion's tokens are averaged first, so every completion weighs the same whatever its length.
+enum class LossNormalisation { kToken, kSequence };
+
+//! Batches the groups, in order. Throws pwab::UsageError for an inconsistent group (RolloutGroup::check) or no
+//! completion at all.
 PackedRollouts pack_rollouts(const std::vector<const RolloutGroup*>& groups, int64_t pad_id,
-                             int64_t max_row_tokens = 0);
+                             LossNormalisation normalisation = LossNormalisation::kToken);
 
 //! The model's log-probability of each label at `temperature` (logits divided by it, as the sampling policy's),
 //! differentiable unless called under NoGradGuard, and, when `with_entropy`, the entropy of each label's

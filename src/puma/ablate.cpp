@@ -98,6 +98,10 @@ std::vector<AblationRow> ablation_rows(const AblationOptions& o) {
     add("w/o Task-specific Memory", "5", "wo-memory", "dpo");
     add("w/o SFT", "5", "wo-sft", "dpo");
     add("w/o DPO", "5", "puma", "sft");
+    if (o.rl_rows) {
+      add("SFT + RL", "5", "puma", "rl");
+      add("RL without SFT", "5", "wo-sft", "rl");
+    }
   }
   if (o.table6) {
     const std::vector<int> lengths = o.memory_lengths.empty() ? default_memory_lengths(o.base) : o.memory_lengths;
@@ -122,12 +126,15 @@ std::string run_ablation(TrainingSession& session, const AblationOptions& o,
   for (int i = 0; i < o.seeds; ++i) {
     const uint64_t seed = seed_of(o, i);
     const fs::path puma_dir = row_dir(o, "puma", i);
-    auto run = [&](const std::string& what, PipelineOptions p) {
+    auto run = [&](const std::string& what, PipelineOptions p, const std::string& until = "") {
       say(fmt::format("ablation seed {}: {}", seed, what));
-      PipelineReport r = session.run(p);
+      PipelineReport r = session.run(p, until);
       if (r.cancelled) throw Error("interrupted; run the same command again to continue where it stopped");
     };
-    run("PUMA (the full pipeline)", with_seed(o.base, seed, puma_dir));
+    PipelineOptions full = with_seed(o.base, seed, puma_dir);
+    full.align = "dpo";
+    run("PUMA (the full pipeline)", full);
+    if (o.table5 && o.rl_rows) run("SFT + RL (the RL branch of the full pipeline)", full, "eval-rl");
     auto variant = [&](const std::string& name) {
       PipelineOptions p = with_seed(o.base, seed, row_dir(o, name, i));
       p.reuse_from = puma_dir;
@@ -140,7 +147,9 @@ std::string run_ablation(TrainingSession& session, const AblationOptions& o,
       PipelineOptions no_sft = variant("wo-sft");
       no_sft.sft.epochs = 0;
       no_sft.function_file = puma_dir / "dpo" / "eval" / "functions.json";
+      no_sft.align = "dpo";
       run("w/o SFT", no_sft);
+      if (o.rl_rows) run("RL without SFT", no_sft, "eval-rl");
     }
     if (o.table6) {
       for (int n : lengths) {

@@ -9,6 +9,10 @@
 //                                                     DPO from it; evaluated with the PUMA row's functions, as the
 //                                                     paper's row keeps PUMA's function accuracy
 //   w/o DPO                    puma/seed-S            the full run's SFT model (nothing to train)
+//   SFT + RL                   puma/seed-S            the RL branch of the full run (rl, eval-rl): online RL from
+//                                                     its SFT model instead of DPO
+//   RL without SFT             wo-sft/seed-S          the RL branch from the untrained model, evaluated with the
+//                                                     PUMA row's functions as "w/o SFT" is
 //   memory N (Table 6)         memory-N/seed-S        the full pipeline with an N-token memory; the PUMA row for
 //                                                     the preset's own length
 //
@@ -35,6 +39,7 @@ struct AblationOptions {
   int seeds = 1;                  //!< training repeated with seeds base.seed, base.seed + 1, ...
   bool table5 = true;             //!< the rows PUMA, w/o memory, w/o SFT, w/o DPO
   bool table6 = true;             //!< the memory rows
+  bool rl_rows = true;            //!< Table 5 also has the rows "SFT + RL" and "RL without SFT"
   std::vector<int> memory_lengths;  //!< Table 6's token budgets; empty = default_memory_lengths(base)
   metrics::BootstrapOptions bootstrap{};
 };

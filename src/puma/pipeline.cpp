@@ -266,6 +266,22 @@ struct PipelineRun {
   bool cancelled() const { return ctx.cancel && ctx.cancel->load(); }
 };
 
+// Whether a train task is held out of SFT for the second stage (PipelineOptions::holdout): the last `holdout` of
+// the train tasks used.
+bool held_out(const PipelineRun& run, const std::string& task) {
+  if (run.o.holdout <= 0) return false;
+  const auto& tasks = run.ds.tasks(data::Split::kTrain);
+  const std::size_t used = run.o.train_limit > 0 ? std::min<std::size_t>(tasks.size(), run.o.train_limit) : tasks.size();
+  const data::Task& t = task_of_key(run.ds, task);
+  return t.split == data::Split::kTrain && t.index + static_cast<std::size_t>(run.o.holdout) >= used;
+}
+
+// The train examples of a prepared file the second stage uses: the held-out ones when there is a holdout.
+std::vector<Example> second_stage_examples(const PipelineRun& run, std::vector<Example> examples) {
+  if (run.o.holdout > 0) std::erase_if(examples, [&](const Example& e) { return !held_out(run, e.task); });
+  return examples;
+}
+
 // Data-parallel: rank 0 tells the other ranks whether a training step trains (they then join it) or not.
 void tell_followers(PipelineRun& run, const std::string& step, bool train) {
   if (!run.group || run.told.count(step)) return;
@@ -334,13 +350,18 @@ void add_weighted(std::vector<TrainPair>& out, const std::vector<Example>& examp
 std::pair<std::vector<TrainPair>, std::vector<TrainPair>> sft_pairs(const PipelineRun& run) {
   std::vector<TrainPair> train, eval;
   const SftWeights& w = run.o.sft_weights;
+  auto sft_part = [&](std::vector<Example> examples) {  // without the tasks held out for the second stage
+    if (run.o.holdout > 0) std::erase_if(examples, [&](const Example& e) { return held_out(run, e.task); });
+    return examples;
+  };
   if (run.o.sft_mode != SftMode::kParam) {
-    add_weighted(train, read_examples(run.data_dir / "function_train.jsonl"), w.function, run.o.seed, "function");
+    add_weighted(train, sft_part(read_examples(run.data_dir / "function_train.jsonl")), w.function, run.o.seed,
+                 "function");
     eval = pairs_of(read_examples(run.data_dir / "function_test.jsonl"));
   }
   if (run.o.sft_mode != SftMode::kFunction) {
     std::map<data::TaskType, std::vector<Example>> by_type;
-    for (Example& e : read_examples(run.data_dir / "param_train.jsonl")) by_type[e.type].push_back(std::move(e));
+    for (Example& e : sft_part(read_examples(run.data_dir / "param_train.jsonl"))) by_type[e.type].push_back(std::move(e));
     add_weighted(train, by_type[data::TaskType::kSearch], w.search, run.o.seed, "search");
     add_weighted(train, by_type[data::TaskType::kRecommend], w.recommend, run.o.seed, "recommend");
     add_weighted(train, by_type[data::TaskType::kReview], w.review, run.o.seed, "review");
@@ -370,7 +391,7 @@ json train_report_json(const TrainReport& r) {
 // sft: function + parameter examples (the SFT mode); epochs 0 = no SFT, the base model goes on as it is.
 void sft_step(PipelineRun& run) {
   const PipelineOptions& o = run.o;
-  json extra = {{"device", o.model.device}, {"dtype", o.model.dtype}, {"seed", o.seed},
+  json extra = {{"device", o.model.device}, {"dtype", o.model.dtype}, {"seed", o.seed}, {"holdout", o.holdout},
                 {"weights", to_string(o.sft_weights)}, {"mode", std::string(to_string(o.sft_mode))}};
   if (run.tiny) extra["shape"] = shape_json(o.shape);
   run.settings += train_json(o.sft).dump() + extra.dump();
@@ -560,7 +581,7 @@ void sample_step(PipelineRun& run) {
     for (const char* f : {"candidates.jsonl.part", "candidates_test.jsonl.part"}) fs::remove(sample_dir / f);
     write_file_atomic(partial_settings, run.settings);
   }
-  auto train = first_n(read_examples(run.data_dir / "param_train.jsonl"), o.sample_limit);
+  auto train = first_n(second_stage_examples(run, read_examples(run.data_dir / "param_train.jsonl")), o.sample_limit);
   auto test = o.dpo_eval_tasks > 0 ? first_n(read_examples(run.data_dir / "param_test.jsonl"), o.dpo_eval_tasks)
                                    : std::vector<Example>{};
   std::unique_ptr<PumaModel> model;
@@ -736,10 +757,12 @@ json rl_json(const PipelineOptions& o) {
   return {{"algo", std::string(llama::to_string(r.algo))}, {"iterations", r.iterations},
           {"tasks", r.tasks_per_iteration}, {"group", r.group_size}, {"temperature", r.temperature},
           {"top_k", r.top_k}, {"max_new_tokens", r.max_new_tokens}, {"clip_low", r.clip_low},
-          {"clip_high", r.clip_high}, {"kl", r.kl_coef}, {"inner_epochs", r.inner_epochs},
+          {"clip_high", r.clip_high}, {"kl", r.kl_coef}, {"loss_norm", r.per_sequence ? "sequence" : "token"},
+          {"inner_epochs", r.inner_epochs},
           {"minibatches", r.minibatches}, {"skip_tied", r.skip_tied_groups}, {"eval_every", r.eval_every},
           {"track", o.rl_track == env::Track::kMultiTurn ? "multi" : "single"}, {"types", types},
-          {"eval_tasks", o.rl_eval_tasks}, {"max_steps", o.rl_max_steps}, {"train", train_json(r.train)}};
+          {"eval_tasks", o.rl_eval_tasks}, {"max_steps", o.rl_max_steps}, {"function", o.rl_function},
+          {"train", train_json(r.train)}};
 }
 
 // At most `limit` items spread evenly over `items` (all when limit is 0 or more than there are): an evaluation
@@ -769,10 +792,11 @@ RlSetup rl_setup(const PipelineRun& run) {
   RlSetup s;
   s.model = PumaModel::open(run.sft_dir / "model", {}, o.model);
   if (o.rl_track == env::Track::kSingleTurn) {
-    s.train = single_turn_rl_tasks(*run.ctx.env, of_types(read_examples(run.data_dir / "param_train.jsonl"), o.rl_types));
-    s.eval = single_turn_rl_tasks(*run.ctx.env, spread_subset(of_types(read_examples(run.data_dir / "param_test.jsonl"),
-                                                                       o.rl_types),
-                                                              o.rl_eval_tasks));
+    s.train = single_turn_rl_tasks(
+        *run.ctx.env, of_types(second_stage_examples(run, read_examples(run.data_dir / "param_train.jsonl")), o.rl_types),
+        o.rl_function);
+    s.eval = single_turn_rl_tasks(
+        *run.ctx.env, spread_subset(of_types(read_examples(run.data_dir / "param_test.jsonl"), o.rl_types), o.rl_eval_tasks));
     if (o.rl_eval_tasks == 0) s.eval = RlTasks{};
   } else {
     s.world.env = run.ctx.env;
@@ -783,7 +807,9 @@ RlSetup rl_setup(const PipelineRun& run) {
     auto of = [&](data::Split split, int limit) {
       std::vector<const data::Task*> out;
       for (const data::Task* t : task_list(run.ds, split, limit))
-        if (std::find(o.rl_types.begin(), o.rl_types.end(), t->type) != o.rl_types.end()) out.push_back(t);
+        if (std::find(o.rl_types.begin(), o.rl_types.end(), t->type) != o.rl_types.end() &&
+            (split == data::Split::kTest || o.holdout <= 0 || held_out(run, data::task_key(*t))))
+          out.push_back(t);
       return out;
     };
     s.train = multi_turn_rl_tasks(s.world, of(data::Split::kTrain, o.train_limit));
@@ -883,6 +909,8 @@ json options_json(const PipelineOptions& o, const PipelineContext& ctx) {
             {"sample_beams", o.sample_beams},
             {"max_new_tokens", o.max_new_tokens},
             {"train_limit", o.train_limit},
+            {"holdout", o.holdout},
+            {"align", o.align},
             {"test_limit", o.test_limit},
             {"sample_limit", o.sample_limit},
             {"dpo_eval_tasks", o.dpo_eval_tasks},

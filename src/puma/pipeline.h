@@ -76,6 +76,10 @@ struct PipelineOptions {
   //! them slowly next to the long parameter prompts), the cpu one spends it on search, the hardest to learn.
   SftWeights sft_weights{};
   int train_limit = 0;           //!< use only the first N train tasks (0 = all): smoke runs
+  //! The last N train tasks (of those used) are held out of SFT and kept for the second stage: DPO samples its
+  //! candidates and RL plays its episodes on them, prompts the SFT model has not learnt by heart. 0 = SFT and the
+  //! second stage share every train task (the paper's). docs/puma.md "Online RL" measures why it matters.
+  int holdout = 0;
   int test_limit = 0;            //!< evaluate on the first N test tasks (0 = all)
   int sample_limit = 0;          //!< sample DPO candidates for the first N train parameter examples (0 = all)
   //! Test tasks sampled and scored like the train ones, for the DPO evaluation pairs (eval loss, margin, KL); 0 =
@@ -99,6 +103,9 @@ struct PipelineOptions {
   std::vector<data::TaskType> rl_types{data::TaskType::kSearch, data::TaskType::kRecommend, data::TaskType::kReview};
   int rl_eval_tasks = 256;  //!< test tasks (spread over the split) whose greedy reward the RL curve follows; 0 = none
   int rl_max_steps = 10;    //!< multi-turn RL: the step cap of an episode (the track's)
+  //! Single-turn RL also samples each task's function prompt, rewarded by function accuracy and held to the SFT
+  //! model by the KL term, so that training the parameters does not move the functions.
+  bool rl_function = true;
   //! Data-parallel training (docs/puma.md, "Several processes"): when the launcher (torchrun, srun) starts N > 1
   //! processes, each collective waits at most this long for the other ranks before failing. Not a setting of the
   //! result, so not in any step's `.done`.

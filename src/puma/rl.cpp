@@ -38,6 +38,7 @@ struct Played {
   std::size_t slot = 0;  // index of its task in the iteration
   int sample = 0;
   std::vector<Turn> turns;
+  std::vector<std::optional<double>> turn_rewards;  // RlEpisode::turn_reward of each turn
   double reward = 0, advantage = 0;
 };
 
@@ -64,8 +65,10 @@ void play(PumaModel& model, std::vector<std::unique_ptr<RlEpisode>>& episodes, s
     config.batch_size = std::max(1, batch);
     std::vector<SampledCompletion> out = model.complete_ids(prompts, config);
     for (std::size_t i = 0; i < live.size(); ++i) {
+      Played& p = played[live[i]];
       episodes[live[i]]->take(out[i].text);
-      played[live[i]].turns.push_back({std::move(prompts[i]), std::move(out[i])});
+      p.turn_rewards.push_back(episodes[live[i]]->turn_reward(p.turns.size()));
+      p.turns.push_back({std::move(prompts[i]), std::move(out[i])});
     }
   }
   throw Error(fmt::format("RL: an episode asked for more than {} completions", kMaxRounds));
@@ -146,20 +149,49 @@ struct IterationSums {
 };
 
 // The rollout groups of one task's episodes: completions that followed the same prompt tokens share a group (the
-// single-turn parameter prompt, the multi-turn function prompt), each carrying its episode's advantage.
-std::vector<llama::RolloutGroup> groups_of(const std::vector<const Played*>& episodes) {
-  std::map<std::vector<int32_t>, std::size_t> index;
-  std::vector<llama::RolloutGroup> out;
+// single-turn parameter prompt, the multi-turn function prompt). A completion carries its episode's advantage, or,
+// when its turn has a reward of its own, the advantage of that reward among the group's. Groups whose advantages
+// are all 0 are left out when `skip_tied`, unless they are turns of their own reward and the KL term (`anchor`)
+// can hold them.
+std::vector<llama::RolloutGroup> groups_of(const std::vector<const Played*>& episodes, llama::AdvantageEstimator algo,
+                                           bool skip_tied, bool anchor) {
+  struct Member {
+    const Turn* turn;
+    double advantage;
+    std::optional<double> own;
+  };
+  std::map<std::vector<int32_t>, std::vector<Member>> by_prompt;
+  std::vector<const std::vector<int32_t>*> order;
   for (const Played* p : episodes)
-    for (const Turn& t : p->turns) {
-      if (t.completion.ids.empty()) continue;  // nothing generated (max_new_tokens 0 cannot happen; defensive)
-      auto [it, fresh] = index.emplace(t.prompt, out.size());
-      if (fresh) out.push_back({t.prompt, {}, {}, {}});
-      llama::RolloutGroup& g = out[it->second];
-      g.completions.push_back(t.completion.ids);
-      g.old_logprobs.push_back(t.completion.logprobs);
-      g.advantages.push_back(p->advantage);
+    for (std::size_t t = 0; t < p->turns.size(); ++t) {
+      const Turn& turn = p->turns[t];
+      if (turn.completion.ids.empty()) continue;
+      auto [it, fresh] = by_prompt.try_emplace(turn.prompt);
+      if (fresh) order.push_back(&it->first);
+      it->second.push_back({&turn, p->advantage, p->turn_rewards[t]});
     }
+  std::vector<llama::RolloutGroup> out;
+  for (const std::vector<int32_t>* prompt : order) {
+    std::vector<Member>& members = by_prompt.at(*prompt);
+    bool own = true;
+    for (const Member& m : members) own = own && m.own.has_value();
+    if (own) {
+      std::vector<double> rewards;
+      for (const Member& m : members) rewards.push_back(*m.own);
+      std::vector<double> advantages = llama::group_advantages(rewards, algo);
+      for (std::size_t i = 0; i < members.size(); ++i) members[i].advantage = advantages[i];
+    }
+    bool signal = false;
+    for (const Member& m : members) signal = signal || m.advantage != 0;
+    if (skip_tied && !signal && !(own && anchor)) continue;
+    llama::RolloutGroup g{*prompt, {}, {}, {}};
+    for (const Member& m : members) {
+      g.completions.push_back(m.turn->completion.ids);
+      g.old_logprobs.push_back(m.turn->completion.logprobs);
+      g.advantages.push_back(m.advantage);
+    }
+    out.push_back(std::move(g));
+  }
   return out;
 }
 
@@ -220,6 +252,7 @@ RlReport train_rl(PumaModel& model, const RlTasks& train, const RlTasks& eval, c
   to.clip_low = o.clip_low;
   to.clip_high = o.clip_high;
   to.kl_coef = o.kl_coef;
+  to.per_sequence = o.per_sequence;
   to.inner_epochs = o.inner_epochs;
   to.minibatches = o.minibatches;
   PolicyTrainer trainer(model, to);
@@ -307,7 +340,7 @@ RlReport train_rl(PumaModel& model, const RlTasks& train, const RlTasks& eval, c
         const uint64_t seed = derive_seed(derive_seed(o.train.seed, static_cast<uint64_t>(iteration), task),
                                           static_cast<uint64_t>(s));
         episodes.push_back(train.episode(task, seed));
-        played.push_back({slot, s, {}, 0, 0});
+        played.push_back({slot, s, {}, {}, 0, 0});
         episode_seeds.push_back(seed);
       }
     play(model, episodes, played, sampling, o.generate_batch,
@@ -347,9 +380,10 @@ RlReport train_rl(PumaModel& model, const RlTasks& train, const RlTasks& eval, c
       for (double r : rewards) sq += (r - mean) * (r - mean);
       sums.group_std += std::sqrt(sq / G);
       std::vector<double> advantages = llama::group_advantages(rewards, o.algo);
-      for (int s = 0; s < G; ++s) played[g * static_cast<std::size_t>(G) + static_cast<std::size_t>(s)].advantage = advantages[static_cast<std::size_t>(s)];
-      if (tied && o.skip_tied_groups) continue;
-      for (llama::RolloutGroup& rg : groups_of(members)) {
+      for (int s = 0; s < G; ++s)
+        played[g * static_cast<std::size_t>(G) + static_cast<std::size_t>(s)].advantage =
+            advantages[static_cast<std::size_t>(s)];
+      for (llama::RolloutGroup& rg : groups_of(members, o.algo, o.skip_tied_groups, o.kl_coef > 0)) {
         groups.push_back(std::move(rg));
         minibatch.push_back(static_cast<int>(slots[g] * static_cast<std::size_t>(o.minibatches) / static_cast<std::size_t>(B)));
       }

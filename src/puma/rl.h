@@ -40,6 +40,11 @@ class RlEpisode {
   virtual void take(const std::string& completion) = 0;
   //! The episode's reward, once it is over.
   virtual double reward() const = 0;
+  //! A completion of its own reward (the single-turn episode's function, rewarded by function accuracy): its
+  //! advantage then comes from the same turn of the task's other episodes, not from the episode's reward, and the
+  //! group stays in the update even when tied, so that the KL term holds that prompt where the reference has it.
+  //! nullopt (the default): the completion carries the episode's advantage.
+  virtual std::optional<double> turn_reward(std::size_t turn) const { return std::nullopt; }
 };
 
 //! The tasks an RL run plays: task i is named keys[i], of kind kinds[i] ("search", ...: the curve's per-kind
@@ -65,6 +70,9 @@ struct RlOptions {
   TrainOptions train;
   double clip_low = 0.2, clip_high = 0.2;
   double kl_coef = 0.0;
+  //! Each completion weighs the same in the objective (its tokens averaged first, the original GRPO), or each
+  //! token does (DAPO's token-level mean, where long completions dominate a batch of mixed lengths).
+  bool per_sequence = true;
   int inner_epochs = 1;
   int minibatches = 1;
   //! Tasks whose episodes all scored the same give advantages of 0 and are left out of the update (they would

@@ -18,23 +18,35 @@ namespace {
 
 class SingleTurnEpisode final : public RlEpisode {
  public:
-  SingleTurnEpisode(const env::Environment& env, const data::Task& task, data::TaskType type, const std::string& prompt)
-      : env_(env), task_(task), type_(type), prompt_(prompt) {}
+  SingleTurnEpisode(const env::Environment& env, const data::Task& task, const Example& example, bool with_function)
+      : env_(env), task_(task), example_(example), function_turn_(with_function) {}
   std::optional<std::string> next_prompt() override {
+    if (function_turn_) return agents::puma_function_prompt(example_.instruction);
     if (taken_) return std::nullopt;
-    return prompt_;
+    return example_.prompt;
   }
   void take(const std::string& completion) override {
-    reward_ = score_parameter(env_, task_, type_, agents::puma_generated_part(completion, "### Tool Parameter:\n"));
+    if (function_turn_) {  // the function, rewarded by function accuracy; the parameter prompt keeps the true tool
+      function_right_ = agents::puma_function_from_completion(completion) == env::task_function(example_.type);
+      function_turn_ = false;
+      return;
+    }
+    reward_ = score_parameter(env_, task_, example_.type,
+                              agents::puma_generated_part(completion, "### Tool Parameter:\n"));
     taken_ = true;
   }
   double reward() const override { return reward_; }
+  std::optional<double> turn_reward(std::size_t turn) const override {
+    if (turn == 0 && function_right_) return *function_right_ ? 1.0 : 0.0;
+    return std::nullopt;
+  }
 
  private:
   const env::Environment& env_;
   const data::Task& task_;
-  data::TaskType type_;
-  const std::string& prompt_;
+  const Example& example_;
+  bool function_turn_;
+  std::optional<bool> function_right_;
   bool taken_ = false;
   double reward_ = 0;
 };
@@ -96,7 +108,7 @@ class MultiTurnEpisode final : public RlEpisode {
 
 }  // namespace
 
-RlTasks single_turn_rl_tasks(const env::Environment& env, const std::vector<Example>& examples) {
+RlTasks single_turn_rl_tasks(const env::Environment& env, const std::vector<Example>& examples, bool with_function) {
   RlTasks t;
   auto shared = std::make_shared<std::vector<Example>>(examples);
   std::vector<const data::Task*> tasks;
@@ -105,9 +117,8 @@ RlTasks single_turn_rl_tasks(const env::Environment& env, const std::vector<Exam
     t.kinds.emplace_back(data::to_string(e.type));
     tasks.push_back(&task_of_key(env.dataset(), e.task));
   }
-  t.episode = [&env, shared, tasks](std::size_t i, uint64_t) -> std::unique_ptr<RlEpisode> {
-    const Example& e = shared->at(i);
-    return std::make_unique<SingleTurnEpisode>(env, *tasks[i], e.type, e.prompt);
+  t.episode = [&env, shared, tasks, with_function](std::size_t i, uint64_t) -> std::unique_ptr<RlEpisode> {
+    return std::make_unique<SingleTurnEpisode>(env, *tasks[i], shared->at(i), with_function);
   };
   return t;
 }

@@ -3,7 +3,8 @@
 // Single-turn: an episode is one parameter prompt of the prepared data (the ground-truth tool, the task-specific
 // memory: what the sample step samples from), and its reward is the completion executed with the task's true
 // function exactly as the score step and the fast test score it (score_parameter: rank of the target, review
-// similarity; a malformed parameter is an error observation and 0). Multi-turn: an episode is the puma agent in the
+// similarity; a malformed parameter is an error observation and 0); the function prompt may come first, as a turn of
+// its own reward (function accuracy). Multi-turn: an episode is the puma agent in the
 // multi-turn track against the scripted user, the model writing the function first and then every step's
 // parameter with the conversation in its prompt (agents::PumaDialogue, the agent's own logic), under the runner's
 // rules (runner::Episode: step cap, endings, attempts); its reward is the benchmark's score of the episode, the best
@@ -21,9 +22,12 @@
 
 namespace pwab::puma {
 
-//! One single-turn episode per example (its prompt; its task by key in `ds`). The environment and dataset must
-//! outlive the tasks.
-RlTasks single_turn_rl_tasks(const env::Environment& env, const std::vector<Example>& examples);
+//! One single-turn episode per example (its prompt; its task by key in `ds`). With `with_function` the episode
+//! first samples the function prompt, a turn rewarded by function accuracy alone (RlEpisode::turn_reward), which
+//! keeps the function where SFT left it while the parameters train. The environment and dataset must outlive the
+//! tasks.
+RlTasks single_turn_rl_tasks(const env::Environment& env, const std::vector<Example>& examples,
+                             bool with_function = false);
 
 //! What multi-turn episodes need besides the tasks; every pointer must outlive the tasks.
 struct MultiTurnWorld {

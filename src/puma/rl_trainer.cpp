@@ -41,7 +41,7 @@ struct PolicyTrainer::Impl {
 
   Impl(PumaModel& m, PolicyTrainerOptions options) : model(m), o(std::move(options)) {
     if (o.inner_epochs < 1 || o.minibatches < 1 || o.total_steps < 1 || !(o.temperature > 0) || o.clip_low < 0 ||
-        o.clip_low >= 1 || o.clip_high < 0 || o.kl_coef < 0 || o.max_row_tokens < 0 || o.micro_tokens < 1)
+        o.clip_low >= 1 || o.clip_high < 0 || o.kl_coef < 0 || o.micro_tokens < 1)
       throw UsageError("RL update: inner epochs ≥ 1, minibatches ≥ 1, a positive temperature, clip_low in [0, 1), "
                        "clip_high ≥ 0 and a KL coefficient ≥ 0 are required");
     if (!o.train.lora) frozen = model.copy();
@@ -83,7 +83,10 @@ struct PolicyTrainer::Impl {
       int64_t tokens = 0;
       auto flush = [&] {
         if (current.empty()) return;
-        out[m].push_back({llama::pack_rollouts(current, pad, o.max_row_tokens), {}});
+        out[m].push_back({llama::pack_rollouts(current, pad,
+                                               o.per_sequence ? llama::LossNormalisation::kSequence
+                                                              : llama::LossNormalisation::kToken),
+                          {}});
         current.clear();
         tokens = 0;
       };
@@ -99,7 +102,7 @@ struct PolicyTrainer::Impl {
   }
 
   // Gradients summed over the ranks (zeros where a rank had none), clipped, one AdamW step.
-  double step(int64_t global_tokens) {
+  double step(bool anything) {
     if (o.train.group) {
       std::vector<torch::Tensor> grads;
       for (auto& p : trainables.tensors) {
@@ -109,7 +112,7 @@ struct PolicyTrainer::Impl {
       o.train.group->all_reduce_sum(grads);
     }
     double norm = 0;
-    if (global_tokens > 0) {
+    if (anything) {
       llama::set_learning_rate(*optimizer, lr_at(steps));
       norm = o.train.max_grad_norm > 0
                  ? torch::nn::utils::clip_grad_norm_(trainables.tensors, o.train.max_grad_norm)
@@ -126,21 +129,21 @@ struct PolicyTrainer::Impl {
     const auto start = std::chrono::steady_clock::now();
     std::vector<std::vector<Chunk>> chunks = chunk(groups, minibatch);
     llama::ProcessGroup* group = o.train.group;
-    // the completion tokens of each minibatch over all ranks: every rank normalises by the same count
-    std::vector<double> local_tokens;
+    // the weight of each minibatch (its completions or tokens) over all ranks: every rank divides by the same sum
+    std::vector<double> local_weight;
     for (const auto& m : chunks) {
       double n = 0;
-      for (const Chunk& c : m) n += static_cast<double>(c.batch.labels);
-      local_tokens.push_back(n);
+      for (const Chunk& c : m) n += c.batch.weight_sum;
+      local_weight.push_back(n);
     }
-    std::vector<double> global_tokens = group ? group->all_reduce_sum(local_tokens) : local_tokens;
+    std::vector<double> global_weight = group ? group->all_reduce_sum(local_weight) : local_weight;
     const llama::PolicyLossOptions loss_options{o.clip_low, o.clip_high, o.kl_coef};
     PolicyUpdateStats stats;
     Sums sums;
     policy().train();
     for (int epoch = 0; epoch < o.inner_epochs; ++epoch) {
       for (std::size_t m = 0; m < chunks.size(); ++m) {
-        const double total = global_tokens[m];
+        const double total = global_weight[m];
         for (Chunk& c : chunks[m]) {
           if (epoch == 0) {
             c.reference = reference_logprobs(c.batch);
@@ -150,7 +153,7 @@ struct PolicyTrainer::Impl {
           llama::RolloutLogprobs lp = llama::rollout_logprobs(policy(), c.batch, o.temperature, epoch == 0);
           llama::PolicyLossTerms t =
               llama::policy_loss(lp.logprobs, c.batch.old_logprobs, c.batch.advantages, c.reference, loss_options);
-          auto loss = t.per_token.sum() / total;
+          auto loss = (t.per_token * c.batch.weights.to(t.per_token.device())).sum() / total;
           loss.backward();
           sums.loss += t.per_token.detach().sum().item<double>();
           sums.clipped += t.clipped.sum().item<double>();
@@ -160,7 +163,7 @@ struct PolicyTrainer::Impl {
             sums.entropy += lp.entropy.sum().item<double>();
           }
         }
-        stats.grad_norm = step(static_cast<int64_t>(total));
+        stats.grad_norm = step(total > 0);
         stats.steps += total > 0;
       }
     }

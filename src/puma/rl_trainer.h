@@ -3,7 +3,7 @@
 // Given the rollout groups an iteration sampled (llama/rl.h: prompt and completion token ids, sampling
 // log-probabilities, advantages), the trainer makes `inner_epochs` passes over them, each cut into `minibatches`
 // optimizer steps, minimising the clipped token-level surrogate with a k3 KL penalty to the reference
-// (llama/rl_loss.h), normalised by the completion tokens of the minibatch. The reference is the model as it was
+// (llama/rl_loss.h), averaged over the minibatch's completions (or its tokens). The reference is the model as it was
 // given: with LoRA the same model with the adapter switched off, otherwise a frozen copy. Learning-rate schedule
 // (linear warm-up and decay), gradient clipping and AdamW are SFT's and DPO's.
 //
@@ -31,8 +31,9 @@ struct PolicyTrainerOptions {
   double kl_coef = 0.0;  //!< β of the k3 KL to the reference (it is measured even when 0)
   int inner_epochs = 1;  //!< passes over an iteration's groups
   int minibatches = 1;   //!< optimizer steps per pass
-  int64_t max_row_tokens = 1024;  //!< a packed row's length bound (llama::pack_rollouts)
   int64_t micro_tokens = 8192;    //!< rows go through forward/backward in chunks of about this many tokens
+  //! Per-sequence (each completion weighs the same) or per-token averaging of the objective (llama/rl_loss.h).
+  bool per_sequence = true;
 };
 
 //! What one update did, over all ranks.

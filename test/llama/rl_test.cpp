@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "core/error.h"
+#include "llama/lora.h"
 #include "llama/rl.h"
 #include "llama/rl_loss.h"
 #include "llama/train.h"
@@ -95,51 +96,70 @@ TEST(RlLoss, ClippedSurrogateAndK3ByHand) {
   EXPECT_THROW(policy_loss(same, same, same, {}, with_kl), UsageError);  // β without a reference
 }
 
-// Packed rows: a prompt then its completions, each seeing the prompt and itself.
-TEST(RlLoss, PackedRowsGiveTheLogprobsOfSeparateRows) {
+// A prompt computed once for its completions, each completion seeing the prompt and itself: the log-probabilities
+// and gradients of separate prompt + completion rows.
+TEST(RlLoss, PrefixBatchesGiveTheLogprobsAndGradientsOfSeparateRows) {
   auto model = load_fixture();
   RolloutGroup a{{1, 5, 9, 4}, {{7, 3, 2}, {8}, {6, 6}}, {{0, 0, 0}, {0}, {0, 0}}, {0.5, -1, 0.25}};
   RolloutGroup b{{1, 3}, {{9, 9, 9, 2}}, {{0, 0, 0, 0}}, {1.0}};
   PackedRollouts p = pack_rollouts({&a, &b}, /*pad_id=*/0);
-  ASSERT_EQ(p.input_ids.sizes(), (std::vector<int64_t>{2, 10}));  // row 0: 4 + 3 + 1 + 2; row 1: 2 + 4, padded
+  // prompts left-padded to 4; completions without their last token, right-padded to 3
+  ASSERT_EQ(p.prompt_ids.sizes(), (std::vector<int64_t>{2, 4}));
+  ASSERT_EQ(p.completion_ids.sizes(), (std::vector<int64_t>{4, 3}));
+  EXPECT_EQ(p.prompt_ids[1][2].item<int64_t>(), 1);
+  EXPECT_EQ(p.prompt_mask[1][1].item<int64_t>(), 0);
+  EXPECT_EQ(p.completion_ids[3][2].item<int64_t>(), 9);
+  EXPECT_EQ(p.completion_mask[1].sum().item<int64_t>(), 0);  // a one-token completion reads nothing of its own
+  EXPECT_EQ((std::vector<int64_t>(p.parent.data_ptr<int64_t>(), p.parent.data_ptr<int64_t>() + 4)),
+            (std::vector<int64_t>{0, 0, 0, 1}));
   EXPECT_EQ(p.labels, 10);
-  EXPECT_EQ(p.row_tokens, 16);
-  // positions: the completions restart after the prompt
-  auto pos = p.positions[0];
-  EXPECT_EQ((std::vector<int64_t>(pos.data_ptr<int64_t>(), pos.data_ptr<int64_t>() + 10)),
-            (std::vector<int64_t>{0, 1, 2, 3, 4, 5, 6, 4, 4, 5}));
-  // the second completion (index 7) sees the prompt and itself, not the first completion
-  auto v = p.visible[0][7];
-  EXPECT_EQ((std::vector<bool>(v.data_ptr<bool>(), v.data_ptr<bool>() + 10)),
-            (std::vector<bool>{true, true, true, true, false, false, false, true, false, false}));
-  // labels: first tokens predicted from the prompt's last position (flat 3), advantages per completion
-  auto from = p.from;
-  EXPECT_EQ(from[0].item<int64_t>(), 3);
-  EXPECT_EQ(from[3].item<int64_t>(), 3);
-  EXPECT_EQ(from[4].item<int64_t>(), 3);
-  EXPECT_EQ(from[5].item<int64_t>(), 8);
-  EXPECT_EQ(from[6].item<int64_t>(), 10 + 1);
+  EXPECT_EQ(p.row_tokens, 6 + 6);  // the prompts once, the completions' inputs
+  // first tokens read the prompt's last position (rows 0 and 1 of the sources); the others their completion's
+  // previous token (2 prompts + row · 3 + j − 1)
+  EXPECT_EQ(p.from[0].item<int64_t>(), 0);
+  EXPECT_EQ(p.from[1].item<int64_t>(), 2);
+  EXPECT_EQ(p.from[3].item<int64_t>(), 0);
+  EXPECT_EQ(p.from[5].item<int64_t>(), 2 + 2 * 3);
+  EXPECT_EQ(p.from[6].item<int64_t>(), 1);
+  EXPECT_EQ(p.from[9].item<int64_t>(), 2 + 3 * 3 + 2);
   EXPECT_FLOAT_EQ(p.advantages[3].item<float>(), -1.0f);
   EXPECT_FLOAT_EQ(p.advantages[9].item<float>(), 1.0f);
+  // weights: per token 1 each; per sequence 1 / the completion's length, summing to the completions
+  EXPECT_DOUBLE_EQ(p.weight_sum, 10.0);
+  EXPECT_FLOAT_EQ(p.weights[5].item<float>(), 1.0f);
+  PackedRollouts per_sequence = pack_rollouts({&a, &b}, 0, LossNormalisation::kSequence);
+  EXPECT_DOUBLE_EQ(per_sequence.weight_sum, 4.0);
+  EXPECT_FLOAT_EQ(per_sequence.weights[0].item<float>(), 1.0f / 3.0f);
+  EXPECT_FLOAT_EQ(per_sequence.weights[3].item<float>(), 1.0f);
+  EXPECT_FLOAT_EQ(per_sequence.weights[9].item<float>(), 0.25f);
+  EXPECT_NEAR(per_sequence.weights.sum().item<double>(), 4.0, 1e-6);
 
+  // the same numbers, and the same gradients, from separate prompt + completion rows
+  set_base_trainable(*model, true);
   RolloutLogprobs packed = rollout_logprobs(*model, p, 1.0, true);
-  // the same numbers from separate prompt + completion rows
+  auto weights = torch::arange(1, 11, torch::kFloat32);  // a loss that weighs every label differently
+  (packed.logprobs * weights).sum().backward();
+  std::vector<torch::Tensor> packed_grads;
+  for (auto& w : model->parameters()) packed_grads.push_back(w.grad().clone()), w.mutable_grad().zero_();
   std::vector<SequencePair> rows{{a.prompt, a.completions[0]}, {a.prompt, a.completions[1]},
                                  {a.prompt, a.completions[2]}, {b.prompt, b.completions[0]}};
-  TokenBatch batch = make_batch(rows, 0);
-  LabelledPositions separate = labelled_positions(*model, batch);
+  LabelledPositions separate = labelled_positions(*model, make_batch(rows, 0));
   auto expect = separate.log_probs.gather(1, separate.tokens.unsqueeze(-1)).squeeze(-1);
   ASSERT_EQ(expect.size(0), packed.logprobs.size(0));
-  EXPECT_LT(testing::max_diff(packed.logprobs, expect), 1e-5);
+  EXPECT_LT(testing::max_diff(packed.logprobs.detach(), expect.detach()), 1e-5);
   auto entropy = -(separate.log_probs.exp() * separate.log_probs).sum(-1);
-  EXPECT_LT(testing::max_diff(packed.entropy, entropy), 1e-5);
+  EXPECT_LT(testing::max_diff(packed.entropy, entropy.detach()), 1e-5);
+  (expect * weights).sum().backward();
+  std::size_t i = 0;
+  for (auto& w : model->parameters()) {  // float32 rounding: relative to the gradient's largest entry
+    const double scale = std::max(1e-6, w.grad().abs().max().item<double>());
+    EXPECT_LT(testing::max_diff(w.grad(), packed_grads[i++]) / scale, 1e-5) << scale;
+  }
+  set_base_trainable(*model, false);
   // at temperature 2 the log-softmax of logits / 2
+  torch::NoGradGuard no_grad;
   auto hot = rollout_logprobs(*model, p, 2.0).logprobs;
-  EXPECT_GT(testing::max_diff(hot, packed.logprobs), 1e-3);
-  // a length bound splits a group over rows that repeat its prompt: the same log-probabilities
-  PackedRollouts split = pack_rollouts({&a, &b}, 0, /*max_row_tokens=*/8);
-  EXPECT_EQ(split.input_ids.size(0), 3);
-  EXPECT_LT(testing::max_diff(rollout_logprobs(*model, split).logprobs, packed.logprobs), 1e-5);
+  EXPECT_GT(testing::max_diff(hot, packed.logprobs.detach()), 1e-3);
 
   RolloutGroup bad{{1}, {{}}, {{}}, {0.0}};
   EXPECT_THROW(pack_rollouts({&bad}, 0), UsageError);

@@ -161,4 +161,25 @@ for key in ("train_loss", "eval_loss"):
     assert abs(one[key] - two[key]) <= 1e-4 * abs(one[key]), (key, one[key], two[key])
 PY
 echo "srun -n 2 puma sft: the losses of one process (one process ${one_s} s, 2 ranks ${two_s} s)" >&2
+
+# --- 5. data-parallel PUMA RL under srun -n 2, from the same SFT model ----------------------------------------------
+rl_args="$puma_args --test-limit 6 --rl-iterations 3 --rl-tasks 4 --rl-group 3 --rl-max-new-tokens 16 --rl-eval-tasks 3"
+# shellcheck disable=SC2086
+"$pwab" puma rl $rl_args --out "$work/puma-one" > "$work/rl-one.log" 2>&1 || fail "puma rl: $(cat "$work/rl-one.log")"
+# shellcheck disable=SC2086
+srun -n 2 --output="$work/rl-two-%t.log" "$pwab" puma rl $rl_args --out "$work/rl-two" --reuse-from "$work/puma-one" \
+  || fail "srun -n 2 pwab puma rl failed: $(cat "$work"/rl-two-*.log)"
+grep -q "rank 1: rl starts" "$work/rl-two-1.log" || fail "rank 1 did not join the RL step: $(cat "$work/rl-two-1.log")"
+/usr/bin/python3 - "$work/puma-one/rl" "$work/rl-two/rl" <<'PY'
+import json, sys
+one, two = sys.argv[1:]
+a, b = (json.load(open(d + "/train.json")) for d in (one, two))
+assert a["ranks"] == 1 and b["ranks"] == 2 and a["iterations"] == b["iterations"] == 3, (a, b)
+assert a["episodes"] == b["episodes"], (a, b)
+curve = lambda d: [json.loads(l) for l in open(d + "/work/curve.jsonl") if '"train"' in l]
+for p, q in zip(curve(one), curve(two)):
+    assert abs(p["reward"] - q["reward"]) <= 1e-9 and abs(p["loss"] - q["loss"]) <= 1e-4 * max(1, abs(p["loss"])), (p, q)
+assert abs(a["last_eval"]["reward"] - b["last_eval"]["reward"]) <= 1e-6, (a, b)
+PY
+echo "srun -n 2 puma rl: the rewards, losses and final greedy reward of one process" >&2
 echo "PASS" >&2
