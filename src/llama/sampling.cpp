@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 #include <numeric>
+#include <vector>
 
 #include "core/error.h"
 
@@ -65,9 +66,31 @@ void apply_warpers(std::span<float> scores, const WarpOptions& o) {
 }
 
 int64_t sample_one(std::span<const float> scores, Rng& rng) {
-  auto drawn = sample_without_replacement(scores, 1, rng);
-  if (drawn.empty()) throw UsageError("sampling: every score is -inf or NaN");
-  return drawn[0];
+  // The inverse of the cumulative distribution at one uniform draw: one exp per entry, where the Gumbel-max trick
+  // (sample_without_replacement with k = 1) needs a uniform and two logs per entry, the whole cost of sampling a
+  // large vocabulary at every step.
+  float top = kNegInf;
+  for (float s : scores)
+    if (!std::isnan(s) && s > top) top = s;
+  if (top == kNegInf) throw UsageError("sampling: every score is -inf or NaN");
+  thread_local std::vector<double> weights;
+  weights.resize(scores.size());
+  double total = 0.0;
+  for (std::size_t i = 0; i < scores.size(); ++i) {
+    const float s = scores[i];
+    weights[i] = std::isnan(s) || s == kNegInf ? 0.0 : std::exp(static_cast<double>(s) - top);
+    total += weights[i];
+  }
+  const double target = rng.uniform() * total;
+  double cumulative = 0.0;
+  int64_t last = -1;
+  for (std::size_t i = 0; i < scores.size(); ++i) {
+    if (weights[i] == 0.0) continue;
+    cumulative += weights[i];
+    last = static_cast<int64_t>(i);
+    if (cumulative > target) return last;
+  }
+  return last;  // rounding left the target at the very end: the last drawable entry
 }
 
 std::vector<int64_t> sample_without_replacement(std::span<const float> scores, int64_t k, Rng& rng) {

@@ -25,7 +25,7 @@ void log_softmax_inplace(std::span<float> row);
 void apply_warpers(std::span<float> scores, const WarpOptions& options);
 //! Index of the largest score (the lowest index among ties).
 int64_t argmax(std::span<const float> scores);
-//! One index drawn with probability ∝ exp(score).
+//! One index drawn with probability ∝ exp(score): the inverse of the cumulative distribution at one uniform draw.
 int64_t sample_one(std::span<const float> scores, Rng& rng);
 //! `k` distinct indices drawn without replacement with probability ∝ exp(score), as successive torch.multinomial
 //! draws would (Gumbel-top-k). Indices with -inf scores are never drawn; fewer than `k` come back if fewer are

@@ -571,7 +571,8 @@ void sample_step(PipelineRun& run) {
   run.steps.set_redoing(run.redo_after_sft);
   json s = {{"samples", o.samples}, {"temperature", o.sample_temperature}, {"top_k", o.sample_top_k},
             {"beams", o.sample_beams}, {"limit", o.sample_limit}, {"eval_tasks", o.dpo_eval_tasks},
-            {"server", run.ctx.sample_model ? run.ctx.sample_model_name : ""}, {"seeds", "per-task"}};
+            {"server", run.ctx.sample_model ? run.ctx.sample_model_name : ""}, {"seeds", "per-task"},
+            {"sampler", "inverse-cdf"}};
   run.settings += s.dump();
   const fs::path sample_dir = run.dpo_dir / "sample";
   const fs::path partial_settings = sample_dir / ".partial-settings";

@@ -66,7 +66,9 @@ struct PolicyTrainer::Impl {
     return lp;
   }
 
-  // The local groups of each minibatch cut into chunks of about micro_tokens tokens.
+  // The local groups of each minibatch cut into chunks of about micro_tokens tokens, padding counted: the groups go
+  // in the order of their longest completion, so that short queries are not padded to the length of reviews (the
+  // order of a minibatch's groups does not change its gradient, a sum).
   std::vector<std::vector<Chunk>> chunk(const std::vector<llama::RolloutGroup>& groups,
                                         const std::vector<int>& minibatch) {
     std::vector<std::vector<const llama::RolloutGroup*>> members(static_cast<std::size_t>(o.minibatches));
@@ -78,9 +80,17 @@ struct PolicyTrainer::Impl {
     }
     const int64_t pad = model.impl().pad_id();
     std::vector<std::vector<Chunk>> out(members.size());
+    auto longest = [](const llama::RolloutGroup* g) {
+      std::size_t n = 0;
+      for (const auto& c : g->completions) n = std::max(n, c.size());
+      return std::pair{n, g->prompt.size()};
+    };
     for (std::size_t m = 0; m < members.size(); ++m) {
+      std::stable_sort(members[m].begin(), members[m].end(),
+                       [&](const llama::RolloutGroup* a, const llama::RolloutGroup* b) { return longest(a) < longest(b); });
       std::vector<const llama::RolloutGroup*> current;
-      int64_t tokens = 0;
+      int64_t prompts = 0, completions = 0, prompt_length = 0, completion_length = 0;
+      auto padded = [&](int64_t p, int64_t c, int64_t pl, int64_t cl) { return p * pl + c * cl; };
       auto flush = [&] {
         if (current.empty()) return;
         out[m].push_back({llama::pack_rollouts(current, pad,
@@ -88,13 +98,21 @@ struct PolicyTrainer::Impl {
                                                               : llama::LossNormalisation::kToken),
                           {}});
         current.clear();
-        tokens = 0;
+        prompts = completions = prompt_length = completion_length = 0;
       };
       for (const llama::RolloutGroup* g : members[m]) {
-        const int64_t n = static_cast<int64_t>(g->prompt.size()) + g->tokens();
-        if (!current.empty() && tokens + n > o.micro_tokens) flush();
+        const auto [c_len, p_len] = longest(g);
+        const int64_t p = prompts + 1, c = completions + static_cast<int64_t>(g->completions.size());
+        const int64_t pl = std::max<int64_t>(prompt_length, static_cast<int64_t>(p_len));
+        const int64_t cl = std::max<int64_t>(completion_length, static_cast<int64_t>(c_len));
+        if (!current.empty() && padded(p, c, pl, cl) > o.micro_tokens) {
+          flush();
+          prompts = 1, completions = static_cast<int64_t>(g->completions.size());
+          prompt_length = static_cast<int64_t>(p_len), completion_length = static_cast<int64_t>(c_len);
+        } else {
+          prompts = p, completions = c, prompt_length = pl, completion_length = cl;
+        }
         current.push_back(g);
-        tokens += n;
       }
       flush();
     }

@@ -164,11 +164,12 @@ echo "srun -n 2 puma sft: the losses of one process (one process ${one_s} s, 2 r
 
 # --- 5. data-parallel PUMA RL under srun -n 2, from the same SFT model ----------------------------------------------
 rl_args="$puma_args --test-limit 6 --rl-iterations 3 --rl-tasks 4 --rl-group 3 --rl-max-new-tokens 16 --rl-eval-tasks 3"
-# shellcheck disable=SC2086
-"$pwab" puma rl $rl_args --out "$work/puma-one" > "$work/rl-one.log" 2>&1 || fail "puma rl: $(cat "$work/rl-one.log")"
+# The two ranks go first: --reuse-from copies every finished step, and puma-one must not have its RL step yet.
 # shellcheck disable=SC2086
 srun -n 2 --output="$work/rl-two-%t.log" "$pwab" puma rl $rl_args --out "$work/rl-two" --reuse-from "$work/puma-one" \
   || fail "srun -n 2 pwab puma rl failed: $(cat "$work"/rl-two-*.log)"
+# shellcheck disable=SC2086
+"$pwab" puma rl $rl_args --out "$work/puma-one" > "$work/rl-one.log" 2>&1 || fail "puma rl: $(cat "$work/rl-one.log")"
 grep -q "rank 1: rl starts" "$work/rl-two-1.log" || fail "rank 1 did not join the RL step: $(cat "$work/rl-two-1.log")"
 /usr/bin/python3 - "$work/puma-one/rl" "$work/rl-two/rl" <<'PY'
 import json, sys
