@@ -98,8 +98,9 @@ struct RlReport {
   int iterations = 0;       //!< done in all (a resumed run counts the earlier ones)
   bool resumed = false;
   bool cancelled = false;
-  double seconds = 0;       //!< this run of the loop
-  int64_t episodes = 0;     //!< played in this run, all ranks
+  // The totals below count every iteration, those before a resume included (the checkpoint carries them).
+  double seconds = 0;       //!< the loop's wall time
+  int64_t episodes = 0;     //!< all ranks
   int64_t completions = 0;
   int64_t train_tokens = 0; //!< completion tokens trained on (one pass)
   double sample_seconds = 0, update_seconds = 0, eval_seconds = 0;

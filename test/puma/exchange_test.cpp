@@ -151,6 +151,13 @@ TEST(PumaPresets, NamedPresetsAndTheirRecipes) {
   PipelineOptions cpu = PipelineOptions::preset_named("cpu");
   EXPECT_TRUE(cpu.base_model.empty());
   EXPECT_FALSE(cpu.sft.lora);
+  // the second stage learns on tasks SFT did not see, RL on a LoRA (docs/puma.md "Online RL")
+  EXPECT_EQ(cpu.holdout, 2000);
+  EXPECT_TRUE(cpu.rl.train.lora);
+  EXPECT_EQ(cpu.rl.train.learning_rate, 2e-3);
+  EXPECT_TRUE(cpu.rl_function);
+  EXPECT_EQ(PipelineOptions::preset_named("tiny").holdout, 0);
+  EXPECT_EQ(paper.holdout, 0);  // the paper samples DPO's candidates on the SFT tasks
   EXPECT_THROW(PipelineOptions::preset_named("huge"), UsageError);
 }
 

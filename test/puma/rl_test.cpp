@@ -201,7 +201,7 @@ TEST(PumaRl, AKilledOrCancelledRunResumesToTheWeightsOfAnUninterruptedOne) {
   RlTasks tasks = prompt_tasks([](const std::string& c) { return c.find("review") != std::string::npos ? 1.0 : 0.2; });
   RlOptions o = small_options();
   auto whole = PumaModel::open(sft);
-  train_rl(*whole, tasks, {}, dir / "whole", o);
+  const RlReport uninterrupted = train_rl(*whole, tasks, {}, dir / "whole", o);
 
   // Killed during iteration 5: nothing is saved then, the checkpoint of iteration 4 is where it resumes.
   RlTasks dying = tasks;
@@ -217,7 +217,10 @@ TEST(PumaRl, AKilledOrCancelledRunResumesToTheWeightsOfAnUninterruptedOne) {
   RlReport rest = train_rl(*second, tasks, {}, dir / "killed", o);
   EXPECT_TRUE(rest.resumed);
   EXPECT_EQ(rest.iterations, 6);
-  EXPECT_EQ(rest.episodes, 2 * per_iteration);  // iterations 5 and 6 only
+  // the totals are the whole run's: the checkpoint carried those of iterations 1–4
+  EXPECT_EQ(rest.episodes, 6 * per_iteration);
+  EXPECT_EQ(rest.completions, uninterrupted.completions);
+  EXPECT_EQ(rest.train_tokens, uninterrupted.train_tokens);
   expect_same_model(*whole, *second, 1e-5);
   EXPECT_EQ(curve(dir / "killed" / "curve.jsonl", "train").size(), 6u);  // each iteration once
 
@@ -229,8 +232,10 @@ TEST(PumaRl, AKilledOrCancelledRunResumesToTheWeightsOfAnUninterruptedOne) {
   EXPECT_TRUE(part.cancelled);
   EXPECT_EQ(part.iterations, 3);
   auto fourth = PumaModel::open(sft);
-  train_rl(*fourth, tasks, {}, dir / "cancelled", o);
+  RlReport resumed = train_rl(*fourth, tasks, {}, dir / "cancelled", o);
   expect_same_model(*whole, *fourth, 1e-5);
+  EXPECT_EQ(resumed.episodes, uninterrupted.episodes);
+  EXPECT_GE(resumed.seconds, part.seconds);
 }
 
 TEST(PumaRl, TwoRanksTrainTheWeightsOfOneProcess) {
