@@ -4,7 +4,7 @@
 // the RL model both run the multi-turn track as the puma agent (`pwab run --track multi --user-sim scripted
 // --local-model`), and the paired difference of their overall R. Acc is reported, whether or not it is above zero.
 // Sized for a 2-core machine: episodes of at most kSteps steps (the SFT model never learnt to stop, so every
-// episode runs to the cap, two generations a step), 100 iterations of 16 tasks × 4 episodes, and the first kTasks
+// episode runs to the cap, two generations a step), 50 iterations of 16 tasks × 4 episodes, and the first kTasks
 // test tasks (the puma agent generates one turn at a time: ~1 s a step on 2 cores).
 // Extras: RL seconds, rollouts/s, the runs' scores by type and the difference's interval.
 #include <fmt/format.h>
@@ -47,7 +47,7 @@ const int registered = add({
       fs::remove_all(out);
       const double seconds =
           time_command(fmt::format("{} puma rl --data {} --out {} --reuse-from {} --preset cpu --rl-track multi "
-                                   "--rl-max-steps {} --rl-iterations 100 --rl-tasks 16 --rl-group 4 --rl-minibatches 1 "
+                                   "--rl-max-steps {} --rl-iterations 50 --rl-tasks 16 --rl-group 4 --rl-minibatches 1 "
                                    "--rl-eval-tasks 0 > {} 2>&1",
                                    pwab, data.string(), out.string(), cpu_run(ctx).string(), kSteps, log));
       for (const char* which : {"sft", "rl"}) {
