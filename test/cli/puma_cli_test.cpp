@@ -1,9 +1,10 @@
 // `pwab puma` end to end as the real binary: the tiny preset's whole pipeline on the mini synthetic dataset (a
 // from-scratch model over a vocabulary learnt from the data, SFT, beam-sampled candidates scored in the
-// environment, DPO, the fast test), steps skipped when done and redone when their settings change, then the trained
-// model serving the puma agent in `pwab run --local-model`.
+// environment, DPO, the fast test), steps skipped when done and redone when their settings change, multi-turn online
+// RL beside DPO, then the trained model serving the puma agent in `pwab run --local-model`.
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <thread>
@@ -121,6 +122,34 @@ TEST(PumaCli, TinyPipelineEndToEndResumableThenServesTheAgent) {
   EXPECT_TRUE(has(log, "score: done before")) << log;
   EXPECT_TRUE(has(log, "dpo: running")) << log;
   EXPECT_TRUE(has(log, "eval-dpo: running")) << log;
+
+  // Multi-turn online RL end to end on the mini dataset, beside DPO in the same directory: the puma agent against
+  // the scripted user; every rollout keeps the token ids it sampled with their log-probabilities.
+  const std::string rl = "puma eval-rl --data " + data + " --out " + out +
+                         " --train-limit 150 --test-limit 30 --samples 3 --embedder hashing --rl-track multi "
+                         "--rl-iterations 2 --rl-tasks 4 --rl-group 2 --rl-max-steps 2 --rl-max-new-tokens 24 "
+                         "--rl-eval-tasks 0 --rl-save-rollouts";
+  ASSERT_EQ(run_binary(rl, &log), 0) << log;
+  EXPECT_TRUE(has(log, "sft: done before")) << log;
+  EXPECT_TRUE(has(log, "rl: running")) << log;
+  EXPECT_TRUE(has(log, "RL model (fast test on the test split)")) << log;
+  Json rl_report = read_json(fs::path(out) / "rl" / "train.json");
+  EXPECT_EQ(rl_report["episodes"].get<int>(), 2 * 4 * 2) << rl_report.dump();
+  std::ifstream rollouts(fs::path(out) / "rl" / "work" / "rollouts.jsonl");
+  int episodes = 0, multi_turn = 0;
+  for (std::string line; std::getline(rollouts, line); ++episodes) {
+    Json e = Json::parse(line);
+    EXPECT_TRUE(has(e["task"].get<std::string>(), "train/")) << line;
+    multi_turn += e["turns"].size() > 2;
+    for (const Json& turn : e["turns"]) {
+      EXPECT_FALSE(turn["prompt_ids"].empty()) << line;
+      EXPECT_EQ(turn["completion_ids"].size(), turn["logprobs"].size()) << line;
+    }
+  }
+  EXPECT_EQ(episodes, 16);
+  EXPECT_GT(multi_turn, 0) << "no episode went past its first step";
+  EXPECT_TRUE(fs::exists(fs::path(out) / "rl" / "eval" / "fast_test.json"));
+  EXPECT_TRUE(fs::exists(fs::path(out) / "dpo" / "model" / "model.safetensors")) << "the DPO branch stays";
 
   // The trained model serves the puma agent in-process.
   const std::string runs = (dir / "runs").string();
