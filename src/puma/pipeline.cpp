@@ -1032,6 +1032,14 @@ PipelineReport run_pipeline(const PipelineContext& ctx, const PipelineOptions& o
   if (o.search_labels == "llm" && !ctx.search_labeler)
     throw UsageError("search labels from an LLM need --model (or use --search-labels heuristic)");
   if (o.samples < 1) throw UsageError("samples must be at least 1");
+  if (o.holdout > 0) {
+    const std::size_t train_tasks = ctx.ds->tasks(data::Split::kTrain).size();
+    const std::size_t used = o.train_limit > 0 ? std::min<std::size_t>(train_tasks, o.train_limit) : train_tasks;
+    if (static_cast<std::size_t>(o.holdout) >= used)
+      throw UsageError(fmt::format("--holdout {} would keep all {} train tasks out of SFT: pass a smaller --holdout "
+                                   "(0: the second stage learns on the SFT tasks)",
+                                   o.holdout, used));
+  }
   PipelineReport report;
   PipelineRun run(ctx, o, report);
   // Started as several processes (torchrun, srun): join the group; rank 0 runs the pipeline, the others train.

@@ -80,6 +80,14 @@ TEST(PumaPipeline, StepsInOrderAndUsageErrors) {
   PipelineOptions llm_labels = tiny_options(dir.path());
   llm_labels.search_labels = "llm";  // and no labeler in the context
   EXPECT_THROW(run_pipeline(w.context(), llm_labels, "prepare"), UsageError);
+  PipelineOptions all_held_out = tiny_options(dir.path());
+  all_held_out.holdout = 2000;  // the cpu preset's, on a dataset with fewer train tasks: SFT would have none
+  try {
+    run_pipeline(w.context(), all_held_out, "prepare");
+    ADD_FAILURE() << "a holdout of every train task ran";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("--holdout 2000 would keep all"), std::string::npos) << e.what();
+  }
   EXPECT_FALSE(fs::exists(dir / "base")) << "a usage error must come before any step";
 }
 
