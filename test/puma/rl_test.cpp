@@ -281,16 +281,24 @@ TEST(PumaRl, TwoRanksTrainTheWeightsOfOneProcess) {
     EXPECT_NEAR(single[i]["reward"].get<double>(), both[i]["reward"].get<double>(), 1e-9) << i;
 }
 
-// Multi-turn episodes on the agents' tiny world: the puma agent's turns against the scripted user. Every trained
-// token is one the model generated, in the order it generated them, and nothing of any prompt is trained, although
-// later prompts show the earlier turns as text.
-TEST(PumaRl, MultiTurnEpisodesTrainExactlyTheGeneratedTokens) {
-  pwab::test::TempDir dir;
+// The agents' tiny world with fixed search and recommendation answers, for episodes played in the environment.
+struct TinyWorld {
   data::Dataset ds = agents::fctest::tiny();
   agents::fctest::KeywordEmbedder embedder;
   agents::fctest::FixedSearch search{{"B0KETTLE02", "B0KETTLE01"}};
   agents::fctest::FixedRecommend recommend{{"B0SOCKS001", "B0MUG00001"}};
   env::Environment env{ds, &search, &recommend, embedder};
+};
+
+// Multi-turn episodes on the agents' tiny world: the puma agent's turns against the scripted user. Every trained
+// token is one the model generated, in the order it generated them, and nothing of any prompt is trained, although
+// later prompts show the earlier turns as text.
+TEST(PumaRl, MultiTurnEpisodesTrainExactlyTheGeneratedTokens) {
+  pwab::test::TempDir dir;
+  TinyWorld tiny;
+  const data::Dataset& ds = tiny.ds;
+  agents::fctest::KeywordEmbedder& embedder = tiny.embedder;
+  env::Environment& env = tiny.env;
   auto model = PumaModel::open(sft_model(dir.path(), 2));
   MultiTurnWorld world;
   world.env = &env;
@@ -352,11 +360,9 @@ TEST(PumaRl, MultiTurnEpisodesTrainExactlyTheGeneratedTokens) {
 // prompt of the true tool; the function turns are trained on (as KL anchors) even when every sample was right.
 TEST(PumaRl, SingleTurnEpisodesSampleTheFunctionAsATurnOfItsOwnReward) {
   pwab::test::TempDir dir;
-  data::Dataset ds = agents::fctest::tiny();
-  agents::fctest::KeywordEmbedder embedder;
-  agents::fctest::FixedSearch search{{"B0KETTLE02", "B0KETTLE01"}};
-  agents::fctest::FixedRecommend recommend{{"B0SOCKS001", "B0MUG00001"}};
-  env::Environment env{ds, &search, &recommend, embedder};
+  TinyWorld tiny;
+  const data::Dataset& ds = tiny.ds;
+  env::Environment& env = tiny.env;
   auto model = PumaModel::open(sft_model(dir.path(), 8));
   std::vector<Example> examples;
   for (const data::Task& t : ds.tasks(data::Split::kTest))
