@@ -13,6 +13,8 @@ find_package(SQLite3 REQUIRED)
 find_package(CURL REQUIRED)
 pkg_check_modules(FASTTEXT REQUIRED IMPORTED_TARGET fasttext)
 pkg_check_modules(HTTPLIB REQUIRED IMPORTED_TARGET cpp-httplib)   # the split header needs its .so + cflags
+# Boost.Beast and Asio (header-only): `pwab serve`'s HTTP and WebSocket layer (src/serve/net_server.cpp only).
+find_package(Boost 1.74 REQUIRED)
 
 add_library(pwab_xapian INTERFACE)
 target_include_directories(pwab_xapian INTERFACE ${XAPIAN_INCLUDE_DIR})

@@ -10,7 +10,7 @@ build=${1:?usage: fuzz.sh BUILD_DIR [SECONDS]}
 seconds=${2:-60}
 artifacts="$build/fuzz-artifacts"
 mkdir -p "$artifacts"
-targets=(data_loader safetensors llm_reply checkpoint run_record run_dir request_head episode_service mcp remote_reply hf_config raw_review tokenizer)
+targets=(data_loader safetensors llm_reply checkpoint run_record run_dir http_request openenv reward episode_service mcp remote_reply hf_config raw_review tokenizer)
 share=$(( seconds / ${#targets[@]} )); [ "$share" -ge 1 ] || share=1
 
 seed() {  # seed TARGET NAME < bytes
@@ -55,11 +55,22 @@ printf '\x00%s' '{"config":{"agent":"heuristic","track":"single","trials":2},"se
 { printf '\x01'; cat "$build/fuzz-corpus/run_record/seed-one"; printf '\n'; cat "$build/fuzz-corpus/run_record/seed-one" | sed 's/"trial":0/"trial":1/'; printf '\n{"task":"te'; } \
   | seed run_dir results
 
-# request_head: a GET, a POST that waits for 100 Continue, a chunked POST
-printf 'GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n' | seed request_head get
-printf 'POST /v1/episodes HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nExpect: 100-continue\r\nContent-Length: 17\r\n\r\n{"task":"test/0"}' \
-  | seed request_head continue
-printf 'POST /v1/episodes HTTP/1.1\r\nHost: localhost\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n' | seed request_head chunked
+# http_request: a GET, a POST that waits for 100 Continue, a chunked POST, a WebSocket upgrade
+printf 'GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n' | seed http_request get
+printf 'POST /v1/episodes HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nExpect: 100-continue\r\nContent-Length: 18\r\n\r\n{"task": "test/0"}' \
+  | seed http_request continue
+printf 'GET /ws HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n' \
+  | seed http_request upgrade
+printf 'POST /v1/episodes HTTP/1.1\r\nHost: localhost\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n' | seed http_request chunked
+# openenv: a WebSocket session's messages, one per line (reset, step, state, close)
+printf '%s\n' '{"type":"reset","data":{"task":"test/0"}}' '{"type":"step","data":{"name":"search_product_by_query","arguments":{"query":"usb cable"}}}' \
+  '{"type":"state"}' '{"type":"close"}' | seed openenv single
+printf '%s\n' '{"type":"reset","data":{"split":"train","seed":3,"track":"multi"}}' '{"type":"step","data":{"name":"respond","arguments":{"content":"Which brand?"}}}' \
+  '{"type":"step","data":{"name":"stop"}}' '{"type":"state","data":{}}' | seed openenv multi
+# reward: one rollout, a batch, OpenRLHF's shape
+printf '%s' '{"task":"test/0","function":"search_product_by_query","parameter":"usb cable"}' | seed reward one
+printf '%s' '[{"task":"test/1","completion":"get_recommendations_by_history\n### Tool Parameter:\nB000000000, B000000001"},{"task":"nope"}]' | seed reward batch
+printf '%s' '{"query":["P<tool_call>{\"name\":\"add_product_review\",\"arguments\":{\"review\":\"ok\"}}</tool_call></s>"],"prompts":["P"],"labels":["test/2"]}' | seed reward openrlhf
 # episode_service: bodies, one per line (start, then steps): a single-turn search and a multi-turn conversation
 printf '%s\n' '{"task":"test/0"}' '{"name":"search_product_by_query","arguments":{"query":"usb cable"}}' '{"name":"stop","arguments":{}}' \
   | seed episode_service single

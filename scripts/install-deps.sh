@@ -22,6 +22,7 @@ packages=(
   libxapian-dev libicu-dev libfasttext-dev
   nlohmann-json3-dev libsimdjson-dev
   libcpp-httplib-dev libcurl4-openssl-dev
+  libboost-dev                                      # Beast + Asio: pwab serve's HTTP and WebSocket layer
   libsqlite3-dev libcli11-dev libspdlog-dev libfmt-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   protobuf-compiler                                 # the vendored sentencepiece, built against system protobuf

@@ -20,6 +20,7 @@
 #include "serve/http_server.h"
 #include "serve/mcp.h"
 #include "serve/mcp_http.h"
+#include "puma/scoring.h"
 
 namespace pwab::cli {
 namespace {
@@ -31,8 +32,8 @@ extern "C" void on_stop_signal(int) { g_stop = true; }
 struct ServeArgs {
   ServiceArgs service;  // the flags `pwab mcp` shares (serve_setup.h)
   std::string host = "127.0.0.1";
-  int port = 8765, threads = 512;
-  std::size_t max_body_bytes = 1 << 20;
+  int port = 8765, threads = 512, io_threads = 0;
+  std::size_t max_body_bytes = 1 << 20, max_ws_message_bytes = 1 << 20;
   double request_timeout_s = 10;
   std::string token;  // --token, else PWAB_SERVE_TOKEN
   std::vector<std::string> allowed_hosts, allowed_origins;
@@ -58,12 +59,27 @@ void serve(const ServeArgs& a) {
   http.port = a.port;
   http.max_body_bytes = a.max_body_bytes;
   http.threads = a.threads;
+  http.io_threads = a.io_threads;
+  http.max_ws_message_bytes = a.max_ws_message_bytes;
+  http.max_ws_sessions = a.service.max_sessions;
+  http.ws_idle_timeout_s = a.service.idle_timeout_s;
   http.request_timeout_s = a.request_timeout_s;
   http.janitor_interval_s = std::clamp(a.service.idle_timeout_s / 4, 0.05, 30.0);
   http.access.token = serve_token(a);
   http.access.allowed_hosts = a.allowed_hosts;
   http.access.allowed_origins = a.allowed_origins;
-  http.extra_routes = [&mcp_http](httplib::Server& server) { mcp_http.mount(server); };
+  http.extra_routes = mcp_http.routes();
+  // /v1/reward scores rollouts as `pwab puma fast-test` does (serve/reward.h, puma/scoring.h).
+  const env::Environment& environment = service.environment();
+  auto to_score = [](puma::RolloutReward r) {
+    return serve::RolloutScore{std::move(r.function), std::move(r.parameter), r.function_acc, r.result_acc};
+  };
+  http.reward.score = [&environment, to_score](const data::Task& task, std::string_view function, std::string_view parameter) {
+    return to_score(puma::rollout_reward(environment, task, function, parameter));
+  };
+  http.reward.score_completion = [&environment, to_score](const data::Task& task, std::string_view completion) {
+    return to_score(puma::completion_reward(environment, task, completion));
+  };
   serve::HttpServer server(service, http);
 
   g_stop = false;
@@ -72,7 +88,8 @@ void serve(const ServeArgs& a) {
   server.start();
   // The URL alone on stdout's first line, so a script can start `pwab serve --port 0` and read where it is.
   std::cout << server.url() << std::endl;
-  std::cerr << fmt::format("pwab: serving {} ({} test / {} train tasks) on {} (MCP at /mcp){}; {}; Ctrl-C stops\n",
+  std::cerr << fmt::format("pwab: serving {} ({} test / {} train tasks) on {} (MCP at /mcp, OpenEnv at /reset, /step "
+                           "and the WebSocket /ws, rewards at /v1/reward){}; {}; Ctrl-C stops\n",
                            a.service.data, ds.tasks(data::Split::kTest).size(), ds.tasks(data::Split::kTrain).size(),
                            server.url(), a.service.out.empty() ? "" : "; records in " + a.service.out + "/{single,multi}",
                            http.access.token.empty() ? "no token (loopback only)"
@@ -108,9 +125,18 @@ void add_serve_command(CLI::App& app) {
                   "Most seconds from a request's first byte to its last; a slower request gets 408")
       ->capture_default_str()
       ->check(CLI::Range(0.01, 3600.0));
-  cmd->add_option("--threads", a->threads, "HTTP worker threads (each keep-alive client holds one)")
+  cmd->add_option("--threads", a->threads,
+                  "Threads for requests that may wait (an LLM user simulator, a record to fsync); every other request "
+                  "runs on the I/O threads")
       ->capture_default_str()
       ->check(CLI::Range(1, 100000));
+  cmd->add_option("--io-threads", a->io_threads, "Threads that serve every connection (0 = one per core)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 1024));
+  cmd->add_option("--max-ws-message-bytes", a->max_ws_message_bytes,
+                  "Largest WebSocket message (a larger one closes its connection with 1009)")
+      ->capture_default_str()
+      ->check(CLI::Range(64, 1 << 30));
   cmd->callback([a] { serve(*a); });
 }
 

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
 
 #include "agents/puma_prompt.h"
@@ -36,6 +37,22 @@ double score_parameter(const env::Environment& env, const data::Task& task, data
   if (!env::task_type_of_function(action.name)) return 0.0;
   env::ToolOutput output = env.call_tool(action.name, action.arguments_json);
   return env::score_attempt(env.dataset(), task, action.name, output, env.embedder()).result_acc;
+}
+
+RolloutReward rollout_reward(const env::Environment& env, const data::Task& task, std::string_view function,
+                             std::string_view parameter) {
+  RolloutReward out;
+  out.function = agents::puma_function_from_completion(function);
+  out.parameter = agents::puma_generated_part(parameter, "### Tool Parameter:\n");
+  if (env::task_type_of_function(out.function) != task.type) return out;  // D3: only the exact tool
+  out.function_acc = 1;
+  out.result_acc = score_parameter(env, task, task.type, out.parameter);
+  return out;
+}
+
+RolloutReward completion_reward(const env::Environment& env, const data::Task& task, std::string_view completion) {
+  auto [function, parameter] = parse_completion(completion);
+  return rollout_reward(env, task, function, parameter);
 }
 
 ScoredCandidates score_candidates(const env::Environment& env, const data::Task& task,

@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "data/dataset.h"
@@ -21,6 +22,30 @@ const data::Task& task_of_key(const data::Dataset& ds, const std::string& key);
 //! kept, D2), the similarity with the true review for review. An error output scores 0.
 double score_parameter(const env::Environment& env, const data::Task& task, data::TaskType type,
                        std::string_view parameter);
+
+//! A single-turn rollout's function and parameter, as read from what a model wrote, and their scores.
+struct RolloutReward {
+  std::string function;
+  std::string parameter;
+  double function_acc = 0;  //!< 1 iff `function` is exactly the task's own tool
+  double result_acc = 0;    //!< score_parameter with the task's tool when the function is right, else 0
+};
+
+//! The fast test's score of one rollout (D3): the function cleaned as puma_function_from_completion cleans a
+//! function completion (its first line after an echoed "### Tool:\n", trimmed), the parameter as
+//! puma_generated_part does (after an echoed "### Tool Parameter:\n", trimmed).
+RolloutReward rollout_reward(const env::Environment& env, const data::Task& task, std::string_view function,
+                             std::string_view parameter);
+
+//! The function and parameter one completion text holds: a Hermes-style tool call (`<tool_call>{"name",
+//! "arguments"}</tool_call>`, or that JSON object alone) names the function and carries the parameter in its
+//! arguments (query; product_sequence, a list joined with ", "; review); otherwise the function is the first line
+//! after the last "### Tool:\n" (or, when the text holds none, its first line) and the parameter the text after
+//! the last "### Tool Parameter:\n" (or, when it holds none, everything after the function's line).
+std::pair<std::string, std::string> parse_completion(std::string_view completion);
+
+//! rollout_reward of parse_completion(completion).
+RolloutReward completion_reward(const env::Environment& env, const data::Task& task, std::string_view completion);
 
 //! One task's candidates, deduplicated (first occurrence kept, as the original's dict collapses equal strings),
 //! with their scores in that order.

@@ -442,6 +442,12 @@ std::set<RecordId> RunDirectory::done() const {
   return out;
 }
 
+bool RunDirectory::is_done(const RecordId& id) const {
+  std::lock_guard lock(state_->mu);
+  auto it = state_->latest_ok.find(id);
+  return it != state_->latest_ok.end() && it->second;
+}
+
 void RunDirectory::append(const TaskRecord& record) {
   std::string line = record.to_json_line() + "\n";
   std::lock_guard lock(state_->mu);

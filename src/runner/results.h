@@ -133,6 +133,8 @@ class RunDirectory {
   const RunManifest& manifest() const;
   //! The (task, trial) units whose latest record has no error: what a resumed run skips.
   std::set<RecordId> done() const;
+  //! Whether one (task, trial) is done, without copying the set.
+  bool is_done(const RecordId& id) const;
   //! Lines dropped from the end of the file when it was opened (0 or 1).
   std::size_t n_truncated() const;
   //! Appends the record as one line with a single write, then fsyncs; safe to call from several threads.

@@ -3,7 +3,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <charconv>
 #include <cstdint>
 #include <chrono>
@@ -98,7 +100,8 @@ data::Split task_split(std::string_view name) {
   return *split;
 }
 
-//! The task named "<split>/<index>".
+}  // namespace
+
 const data::Task& find_task(const data::Dataset& ds, std::string_view key) {
   auto slash = key.rfind('/');
   if (slash == std::string_view::npos)
@@ -115,6 +118,8 @@ const data::Task& find_task(const data::Dataset& ds, std::string_view key) {
                        fmt::format("no task '{}': the {} split has {} tasks", key, data::to_string(split), tasks.size()));
   return tasks[index];
 }
+
+namespace {
 
 Json scalar_json(const py::Scalar& s) {
   switch (s.kind) {
@@ -233,15 +238,35 @@ std::string EpisodeService::new_episode_id() {
   return fmt::format("ep_{:016x}{:016x}", words[0], words[1]);
 }
 
+void EpisodeService::check_episode_id(std::string_view id) {
+  const bool ok = !id.empty() && id.size() <= 128 && std::all_of(id.begin(), id.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-';
+  });
+  if (!ok)
+    throw bad_request(fmt::format("start: 'episode_id' must be 1 to 128 letters, digits, '_' or '-', got '{}'",
+                                  id.substr(0, 200)));
+}
+
 // A recorded run counts each (task, trial) once: an episode may start only when its run directory has no clean
-// record of it and no other open episode holds it, so no replay can replace a finished record.
-void EpisodeService::claim(Slot& slot, runner::RunDirectory* dir, const std::string& key) {
+// record of it and no other open episode holds it, so no replay can replace a finished record. With `next_trial`
+// the episode takes the lowest trial of the task that is neither recorded nor being played (RL rollouts play a
+// task many times, each a trial of its own).
+void EpisodeService::claim(Slot& slot, runner::RunDirectory* dir, const std::string& key, bool next_trial) {
   if (!dir) return;
   std::lock_guard lock(claims_mu_);
-  if (dir->done().contains(runner::RecordId{key, slot.trial}))
+  if (next_trial) {
+    int& hint = next_trial_hint_[{dir, key}];  // every trial below it is taken
+    int t = hint;
+    while (dir->is_done(runner::RecordId{key, t}) || claims_.contains({dir, key, t})) ++t;
+    if (t > kMaxTrial)
+      throw RequestError(409, "already_recorded", fmt::format("task {} has every trial up to {} recorded", key, kMaxTrial));
+    if (t == hint) ++hint;
+    slot.trial = t;
+  }
+  if (dir->is_done(runner::RecordId{key, slot.trial}))
     throw RequestError(409, "already_recorded",
                        fmt::format("task {} trial {} already has a record in {}; a recorded run counts each task "
-                                   "once per trial (start it with \"trial\": N for another trial)",
+                                   "once per trial (start it with \"trial\": N for another trial, or \"next\")",
                                    key, slot.trial, dir->path().string()));
   if (!claims_.emplace(dir, key, slot.trial).second)
     throw RequestError(409, "in_progress",
@@ -252,7 +277,11 @@ void EpisodeService::claim(Slot& slot, runner::RunDirectory* dir, const std::str
 void EpisodeService::release(Slot& slot) {
   if (!slot.claimed_in) return;
   std::lock_guard lock(claims_mu_);
-  claims_.erase({slot.claimed_in, runner::task_key(*slot.task), slot.trial});
+  const std::string key = runner::task_key(*slot.task);
+  claims_.erase({slot.claimed_in, key, slot.trial});
+  // A trial given back (dropped unrecorded) may be taken again by the next "next".
+  if (auto it = next_trial_hint_.find({slot.claimed_in, key}); it != next_trial_hint_.end() && slot.trial < it->second)
+    it->second = slot.trial;
   slot.claimed_in = nullptr;
 }
 
@@ -306,7 +335,7 @@ Json EpisodeService::list_tasks(const Json& query) const {
 Json EpisodeService::start(const Json& request) {
   constexpr std::string_view kWhat = "start";
   require_object(request, kWhat);
-  check_fields(request, kWhat, {"task", "track", "user_sim", "max_steps", "seed", "history", "trial"});
+  check_fields(request, kWhat, {"task", "track", "user_sim", "max_steps", "seed", "history", "trial", "episode_id"});
   auto key = opt_string(request, "task", kWhat);
   if (!key) throw bad_request("start: 'task' is required, e.g. \"test/17\" (GET /v1/tasks lists them)");
   const data::Task& task = find_task(env_.dataset(), *key);
@@ -327,13 +356,16 @@ Json EpisodeService::start(const Json& request) {
   int max_steps = static_cast<int>(opt_int(request, "max_steps", kWhat, 1, options_.max_steps_limit).value_or(default_steps));
   uint64_t seed = opt_seed(request, kWhat).value_or(options_.seed);
   bool with_history = opt_bool(request, "history", kWhat).value_or(true);
-  const int trial = static_cast<int>(opt_int(request, "trial", kWhat, 0, kMaxTrial).value_or(0));
+  const bool next_trial = request.contains("trial") && request["trial"] == "next";
+  const int trial = next_trial ? 0 : static_cast<int>(opt_int(request, "trial", kWhat, 0, kMaxTrial).value_or(0));
+  std::optional<std::string> chosen_id = opt_string(request, "episode_id", kWhat);
+  if (chosen_id) check_episode_id(*chosen_id);
 
   auto slot = std::make_shared<Slot>();
-  slot->id = new_episode_id();
+  slot->id = chosen_id ? *chosen_id : new_episode_id();
   slot->task = &task;
   slot->trial = trial;
-  claim(*slot, sink(track), *key);
+  claim(*slot, sink(track), *key, next_trial);
   struct Unclaim {  // gives the (task, trial) back when the start fails after this point
     EpisodeService* service;
     Slot* slot;
@@ -365,12 +397,13 @@ Json EpisodeService::start(const Json& request) {
                          fmt::format("{} episodes are open, the most this server allows; end finished ones "
                                      "(POST /v1/episodes/ID/end) or wait for idle ones to expire",
                                      options_.max_sessions));
-    slots_.emplace(slot->id, slot);
+    if (!slots_.emplace(slot->id, slot).second)
+      throw RequestError(409, "episode_exists", fmt::format("an episode '{}' is open already", slot->id));
   }
   unclaim.slot = nullptr;
   Json out = {{"episode_id", slot->id},
               {"task", *key},
-              {"trial", trial},
+              {"trial", slot->trial},
               {"track", track_text},
               {"user_sim", user_sim},
               {"seed", seed},
@@ -517,6 +550,30 @@ Json EpisodeService::state(std::string_view episode_id) const {
           {"observation", r.first_observation},
           {"actions", std::move(actions)},
           {"attempts", std::move(attempts)}};
+}
+
+bool EpisodeService::may_block(std::string_view episode_id) const {
+  std::shared_lock lock(mu_);
+  auto it = slots_.find(std::string(episode_id));
+  if (it == slots_.end()) return false;  // answered at once: 404
+  const Slot& slot = *it->second;
+  return slot.user_sim == "llm" || sink(slot.episode->options().track) != nullptr;
+}
+
+bool EpisodeService::drop(std::string_view episode_id) {
+  std::shared_ptr<Slot> slot;
+  {
+    std::unique_lock lock(mu_);
+    auto it = slots_.find(std::string(episode_id));
+    if (it == slots_.end()) return false;
+    slot = std::move(it->second);
+    slots_.erase(it);
+  }
+  std::lock_guard lock(slot->mu);  // waits for a request on it to finish
+  if (slot->closed) return false;
+  slot->closed = true;
+  release(*slot);  // unfinished: no record, and its (task, trial) may be played again
+  return true;
 }
 
 std::size_t EpisodeService::expire_idle() {

@@ -17,6 +17,7 @@
 #include <shared_mutex>
 #include <string>
 #include <string_view>
+#include <map>
 #include <set>
 #include <tuple>
 #include <unordered_map>
@@ -38,6 +39,10 @@ struct RequestError : Error {
   int status;
   std::string code;
 };
+
+//! The task named "<split>/<index>" ("test/17"): 400 bad_request for a malformed key, 404 unknown_task past the
+//! split's end.
+const data::Task& find_task(const data::Dataset& ds, std::string_view key);
 
 //! A user simulator for one task (the service owns what it returns). `ledger_key` names the episode in the cost
 //! ledger (its id), so that usage_json can report what this episode's user spent.
@@ -102,7 +107,8 @@ class EpisodeService {
   //! [{"task": "test/17", "user_id", "instruction"}]}. Never the type, target or ground truth.
   nlohmann::json list_tasks(const nlohmann::json& query) const;
   //! {"task": "test/17", "track": "single"|"multi", "user_sim": "none"|"scripted"|"llm", "max_steps"?, "seed"?,
-  //! "history"? (false leaves it out), "trial"? (0)} -> {"episode_id", "task", "trial", "track", "user_sim", "seed",
+  //! "history"? (false leaves it out), "trial"? (0; "next": the lowest trial of the task neither recorded nor
+  //! being played), "episode_id"? (the client's own id: 1-128 of [A-Za-z0-9_-], 409 episode_exists if open)} -> {"episode_id", "task", "trial", "track", "user_sim", "seed",
   //! "max_steps", "observation", "tools", "history": [...]}. With a run directory for the track, a (task, trial)
   //! that already has a clean record there, or is being played in another open episode, is refused (409
   //! already_recorded / in_progress): no replay replaces a finished record. The history is what an agent's memory may use: the user's
@@ -119,11 +125,19 @@ class EpisodeService {
   nlohmann::json end(std::string_view episode_id);
   //! The episode so far (no target): ids, options, steps, the actions with observations and rewards, attempts.
   nlohmann::json state(std::string_view episode_id) const;
+  //! Whether a request on this episode may wait: its user is an LLM, or its track is recorded (the record is
+  //! fsynced when the episode finishes or ends). Front ends run such requests off their I/O threads.
+  bool may_block(std::string_view episode_id) const;
+  //! Drops an open episode at once, as expiry does: an unfinished one leaves no record and frees its (task,
+  //! trial); a finished one was recorded when it finished. False when there is no such open episode.
+  bool drop(std::string_view episode_id);
   //! Drops episodes idle longer than the timeout (not ones in the middle of a request); returns how many.
   //! Finished episodes were recorded when they finished; unfinished ones are dropped without a record.
   std::size_t expire_idle();
   //! Episodes open now.
   std::size_t n_sessions() const;
+  //! The environment episodes are played in.
+  const env::Environment& environment() const { return env_; }
 
  private:
   struct Slot;
@@ -132,7 +146,8 @@ class EpisodeService {
   std::string new_episode_id();
   runner::RunDirectory* sink(runner::Track track) const;
   void record(Slot& slot, runner::TaskRecord record);
-  void claim(Slot& slot, runner::RunDirectory* dir, const std::string& key);
+  void claim(Slot& slot, runner::RunDirectory* dir, const std::string& key, bool next_trial);
+  static void check_episode_id(std::string_view id);
   void release(Slot& slot);
 
   const env::Environment& env_;
@@ -142,6 +157,7 @@ class EpisodeService {
   std::unordered_map<std::string, std::shared_ptr<Slot>> slots_;
   std::mutex claims_mu_;  // guards claims_
   std::set<std::tuple<const runner::RunDirectory*, std::string, int>> claims_;  // (dir, task, trial) being played
+  std::map<std::pair<const runner::RunDirectory*, std::string>, int> next_trial_hint_;  // for "trial": "next"
 };
 
 }  // namespace pwab::serve

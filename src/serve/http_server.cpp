@@ -1,48 +1,43 @@
 // The HTTP front end: one dispatcher for every method and path (so a known path with the wrong method is a
-// 405, not a 404), JSON in and out, errors as {"error": {"code", "message"}}, and the janitor thread.
+// 405, not a 404), JSON in and out, errors as {"error": {"code", "message"}}, OpenEnv's routes and WebSocket,
+// the reward endpoint, and the janitor thread. The sockets are net_server.h's.
 #include "serve/http_server.h"
-#include "core/json_depth.h"
-#include "serve/guarded_server.h"
 
 #include <fmt/format.h>
-#include <httplib.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
-#include <atomic>
 #include <charconv>
 #include <condition_variable>
-#include <functional>
 #include <mutex>
 #include <nlohmann/json.hpp>
-#include <regex>
 #include <thread>
-#include <vector>
+
+#include "core/json_depth.h"
+#include "serve/net_server.h"
+#include "serve/openenv.h"
 
 namespace pwab::serve {
 namespace {
 
 using Json = nlohmann::json;
 
-// The kernel's accept queue: many clients connect at the same moment (httplib's own is 5, which drops SYNs).
-constexpr int kListenBacklog = 1024;
-
 //! JSON text of an answer; strings that are not valid UTF-8 (an agent's bytes echoed in an observation) are
 //! repaired rather than failing the answer.
 std::string dump(const Json& j) { return j.dump(-1, ' ', false, Json::error_handler_t::replace) + "\n"; }
 
-void send_json(httplib::Response& res, int status, const Json& body) {
+HttpResponse json_answer(int status, const Json& body) {
+  HttpResponse res;
   res.status = status;
-  res.set_content(dump(body), "application/json");
+  res.body = dump(body);
+  return res;
 }
 
-void send_error(httplib::Response& res, int status, std::string_view code, std::string_view message) {
-  send_json(res, status, {{"error", {{"code", code}, {"message", message}}}});
+HttpResponse error_answer(int status, std::string_view code, std::string_view message) {
+  return json_answer(status, {{"error", {{"code", code}, {"message", message}}}});
 }
 
 //! The request body as a JSON value; an empty body is an empty object (every field of a start or list request
 //! has a default).
-Json parse_body(const httplib::Request& req) {
+Json parse_body(const HttpRequest& req) {
   if (req.body.find_first_not_of(" \t\r\n") == std::string::npos) return Json::object();
   if (json_nests_deeper_than(req.body)) throw RequestError(400, "json_too_deep", json_depth_message());
   try {
@@ -56,7 +51,7 @@ Json parse_body(const httplib::Request& req) {
 }
 
 //! ?split=&offset=&limit= as the JSON query EpisodeService::list_tasks takes; numbers must be numbers.
-Json task_query(const httplib::Request& req) {
+Json task_query(const HttpRequest& req) {
   Json q = Json::object();
   for (const auto& [key, value] : req.params) {
     if (key == "offset" || key == "limit") {
@@ -72,113 +67,208 @@ Json task_query(const httplib::Request& req) {
   return q;
 }
 
-RequestFacts facts_of(const httplib::Request& req) {
+RequestFacts facts_of(const HttpRequest& req) {
   RequestFacts f;
   f.method = req.method;
   f.path = req.path;
-  f.host = req.get_header_value("Host");
+  f.host = req.header("Host");
   f.has_origin = req.has_header("Origin");
-  f.origin = req.get_header_value("Origin");
-  f.sec_fetch_site = req.get_header_value("Sec-Fetch-Site");
-  f.content_type = req.get_header_value("Content-Type");
-  f.authorization = req.get_header_value("Authorization");
-  const std::string length = req.get_header_value("Content-Length");
+  f.origin = req.header("Origin");
+  f.sec_fetch_site = req.header("Sec-Fetch-Site");
+  f.content_type = req.header("Content-Type");
+  f.authorization = req.header("Authorization");
+  const std::string length = req.header("Content-Length");
   f.has_body = req.has_header("Transfer-Encoding") || (!length.empty() && length.find_first_not_of("0") != std::string::npos);
   return f;
 }
 
 // A refusal before routing, in the shape its route answers: JSON-RPC for MCP, the API's error object elsewhere.
-void send_refusal(httplib::Response& res, const httplib::Request& req, const AccessRefusal& r) {
+HttpResponse refusal_answer(const HttpRequest& req, const AccessRefusal& r) {
+  HttpResponse res;
+  if (req.path.rfind("/mcp", 0) == 0)
+    res = json_answer(r.status, {{"jsonrpc", "2.0"}, {"id", nullptr}, {"error", {{"code", -32600}, {"message", r.message}}}});
+  else
+    res = error_answer(r.status, r.code, r.message);
   if (r.status == 401) res.set_header("WWW-Authenticate", "Bearer");
-  if (req.path.rfind("/mcp", 0) == 0) {
-    res.status = r.status;
-    res.set_content(dump({{"jsonrpc", "2.0"}, {"id", nullptr}, {"error", {{"code", -32600}, {"message", r.message}}}}),
-                    "application/json");
-    return;
-  }
-  send_error(res, r.status, r.code, r.message);
+  return res;
+}
+
+//! A path pattern with at most one "{id}" segment ([A-Za-z0-9_-]+): matches `path`, capturing the id.
+bool match(std::string_view pattern, std::string_view path, std::string_view& id) {
+  auto hole = pattern.find("{id}");
+  if (hole == std::string_view::npos) return pattern == path;
+  std::string_view before = pattern.substr(0, hole), after = pattern.substr(hole + 4);
+  if (path.size() <= before.size() + after.size() || path.substr(0, before.size()) != before ||
+      path.substr(path.size() - after.size()) != after)
+    return false;
+  id = path.substr(before.size(), path.size() - before.size() - after.size());
+  for (char c : id)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '-') return false;
+  return true;
+}
+
+// OpenEnv's HTTP routes answer refusals as FastAPI does ({"detail": ...}), with pwab's error object beside it.
+HttpResponse openenv_error(int status, std::string_view code, std::string_view message) {
+  return json_answer(status, {{"detail", message}, {"error", {{"code", code}, {"message", message}}}});
 }
 
 struct Route {
   std::string method;
-  std::regex path;
+  std::string pattern;
   int status;  // of a successful answer
-  std::function<Json(const httplib::Request&, const std::smatch&)> handle;
+  std::function<Json(const HttpRequest&, std::string_view id)> handle;
+  bool openenv = false;  // answers refusals in OpenEnv's shape
+  std::function<bool(const HttpRequest&, std::string_view id)> blocks;
 };
 
 }  // namespace
 
-struct HttpServer::Impl {
+struct HttpServer::Impl final : RequestHandler {
   EpisodeService& service;
   HttpOptions options;
-  GuardedServer server;  // httplib's, reading each request itself (a deadline; half-closed clients answered)
+  OpenEnvFrontEnd openenv;
+  std::optional<RewardEndpoint> reward;
   std::vector<Route> routes;
-  int port = 0;
-  int listen_fd = -1;
-  std::thread listener;
+  std::unique_ptr<NetServer> net;
   std::thread janitor;
   std::mutex mu;
   std::condition_variable wake;
   bool stopping = false;
   bool started = false;
-  std::atomic<bool> listener_done{false};
 
-  Impl(EpisodeService& s, HttpOptions o) : service(s), options(std::move(o)), server(options.request_timeout_s) {}
+  Impl(EpisodeService& s, HttpOptions o)
+      : service(s),
+        options(std::move(o)),
+        openenv(s, s.environment().dataset(), OpenEnvOptions{options.max_ws_sessions, data::Split::kTrain}) {
+    if (options.reward) reward.emplace(s.environment().dataset(), options.reward);
+  }
 
-  void add(std::string method, const std::string& pattern, int status,
-           std::function<Json(const httplib::Request&, const std::smatch&)> handle) {
-    routes.push_back({std::move(method), std::regex(pattern), status, std::move(handle)});
+  void add(std::string method, std::string pattern, int status, std::function<Json(const HttpRequest&, std::string_view)> handle,
+           std::function<bool(const HttpRequest&, std::string_view)> blocks = {}, bool openenv_shape = false) {
+    routes.push_back({std::move(method), std::move(pattern), status, std::move(handle), openenv_shape, std::move(blocks)});
   }
 
   void add_routes() {
-    const std::string episode = "/v1/episodes/([A-Za-z0-9_-]+)";
-    add("GET", "/health", 200, [this](auto&, auto&) { return Json{{"status", "ok"}, {"sessions", service.n_sessions()}}; });
-    add("GET", "/v1/info", 200, [this](auto&, auto&) { return service.info(); });
-    add("GET", "/v1/tasks", 200, [this](auto& req, auto&) { return service.list_tasks(task_query(req)); });
-    add("POST", "/v1/episodes", 201, [this](auto& req, auto&) { return service.start(parse_body(req)); });
-    add("GET", episode, 200, [this](auto&, auto& m) { return service.state(m[1].str()); });
-    add("DELETE", episode, 200, [this](auto&, auto& m) { return service.end(m[1].str()); });
-    add("POST", episode + "/step", 200, [this](auto& req, auto& m) { return service.step(m[1].str(), parse_body(req)); });
-    add("POST", episode + "/end", 200, [this](auto&, auto& m) { return service.end(m[1].str()); });
+    const std::string episode = "/v1/episodes/{id}";
+    auto episode_blocks = [this](const HttpRequest&, std::string_view id) { return service.may_block(id); };
+    add("GET", "/health", 200, [this](auto&, auto) {
+      return Json{{"status", "ok"}, {"sessions", service.n_sessions()}, {"websockets", openenv.n_ws_sessions()}};
+    });
+    add("GET", "/v1/info", 200, [this](auto&, auto) { return service.info(); });
+    add("GET", "/v1/tasks", 200, [this](auto& req, auto) { return service.list_tasks(task_query(req)); });
+    add("POST", "/v1/episodes", 201, [this](auto& req, auto) { return service.start(parse_body(req)); });
+    add("GET", episode, 200, [this](auto&, auto id) { return service.state(id); });
+    add("DELETE", episode, 200, [this](auto&, auto id) { return service.end(id); }, episode_blocks);
+    add("POST", episode + "/step", 200, [this](auto& req, auto id) { return service.step(id, parse_body(req)); },
+        episode_blocks);
+    add("POST", episode + "/end", 200, [this](auto&, auto id) { return service.end(id); }, episode_blocks);
+    add(
+        "POST", "/v1/reward", 200,
+        [this](auto& req, auto) {
+          if (!reward) throw RequestError(404, "not_found", "this server scores no rewards (no reward functions given)");
+          return reward->answer(parse_body(req));
+        },
+        [](const HttpRequest& req, std::string_view) { return req.body.size() > 4096; });  // a batch: off the I/O threads
+    // OpenEnv (openenv.h).
+    add("POST", "/reset", 200, [this](auto& req, auto) { return openenv.reset(parse_body(req)); }, {}, true);
+    add(
+        "POST", "/step", 200, [this](auto& req, auto) { return openenv.step(parse_body(req)); },
+        [this](const HttpRequest& req, std::string_view) { return step_blocks(req); }, true);
+    add(
+        "GET", "/state", 200,
+        [this](auto& req, auto) {
+          auto id = req.param("episode_id");
+          if (!id) throw OpenEnvFrontEnd::Invalid(422, "bad_request", "state: give ?episode_id= (the id /reset returned)");
+          return openenv.state(*id);
+        },
+        {}, true);
+    add("GET", "/schema", 200, [](auto&, auto) { return OpenEnvFrontEnd::schema(); }, {}, true);
+    add("GET", "/metadata", 200, [this](auto&, auto) { return openenv.metadata(); }, {}, true);
   }
 
-  void dispatch(const httplib::Request& req, httplib::Response& res) {
-    std::string allowed;
+  //! An OpenEnv /step may wait when its episode may (the id is in the body: read it without parsing it all).
+  bool step_blocks(const HttpRequest& req) const {
+    auto at = req.body.find("\"episode_id\"");
+    if (at == std::string::npos) return false;
+    auto open = req.body.find('"', req.body.find(':', at) + 1);
+    if (open == std::string::npos) return false;
+    auto close = req.body.find('"', open + 1);
+    if (close == std::string::npos) return false;
+    return service.may_block(std::string_view(req.body).substr(open + 1, close - open - 1));
+  }
+
+  const Route* find_route(const HttpRequest& req, std::string_view& id, std::string& allowed) const {
     for (const Route& route : routes) {
-      std::smatch match;
-      if (!std::regex_match(req.path, match, route.path)) continue;
+      std::string_view captured;
+      if (!match(route.pattern, req.path, captured)) continue;
       if (route.method != req.method) {
         allowed += (allowed.empty() ? "" : ", ") + route.method;
         continue;
       }
-      try {
-        send_json(res, route.status, route.handle(req, match));
-      } catch (const RequestError& e) {
-        send_error(res, e.status, e.code, e.what());
-      } catch (const std::exception& e) {
-        // The service's own failure (a run directory that cannot be written, a user simulator's model that
-        // keeps failing): the request was fine, so a 500, with the reason.
-        send_error(res, 500, "internal_error", e.what());
-      }
-      return;
+      id = captured;
+      return &route;
     }
-    if (!allowed.empty()) {
-      res.set_header("Allow", allowed);
-      send_error(res, 405, "method_not_allowed", fmt::format("{} {} is not allowed; use {}", req.method, req.path, allowed));
-      return;
-    }
-    send_error(res, 404, "not_found", fmt::format("no route {} {} (see docs/serve.md; GET /v1/info describes the server)",
-                                                  req.method, req.path));
+    return nullptr;
   }
 
-  //! The answers httplib makes itself (a body over the cap, a request it cannot parse) get the JSON error shape.
-  void fill_error(httplib::Response& res) {
-    if (!res.body.empty()) return;
-    if (res.status == 413)
-      send_error(res, 413, "body_too_large",
-                 fmt::format("the request body is over the limit of {} bytes", options.max_body_bytes));
-    else
-      send_error(res, res.status, "bad_request", fmt::format("the request was refused (HTTP {})", res.status));
+  const HttpRoute* find_extra(const HttpRequest& req) const {
+    for (const HttpRoute& route : options.extra_routes)
+      if (route.path == req.path && route.method == req.method) return &route;
+    return nullptr;
+  }
+
+  // --- RequestHandler ---------------------------------------------------------------------------------------
+
+  std::optional<HttpResponse> screen(const HttpRequest& head) override {
+    if (auto refusal = check_access(options.access, facts_of(head))) return refusal_answer(head, *refusal);
+    return std::nullopt;
+  }
+
+  bool blocks(const HttpRequest& req) const override {
+    if (find_extra(req)) return true;
+    std::string_view id;
+    std::string allowed;
+    const Route* route = find_route(req, id, allowed);
+    return route && route->blocks && route->blocks(req, id);
+  }
+
+  HttpResponse handle(const HttpRequest& req) override {
+    if (const HttpRoute* extra = find_extra(req)) {
+      HttpResponse res;
+      extra->handle(req, res);
+      return res;
+    }
+    std::string_view id;
+    std::string allowed;
+    const Route* route = find_route(req, id, allowed);
+    if (!route) {
+      for (const HttpRoute& extra : options.extra_routes)
+        if (extra.path == req.path) allowed += (allowed.empty() ? "" : ", ") + extra.method;
+      if (!allowed.empty()) {
+        HttpResponse res = error_answer(405, "method_not_allowed",
+                                        fmt::format("{} {} is not allowed; use {}", req.method, req.path, allowed));
+        res.set_header("Allow", allowed);
+        return res;
+      }
+      return error_answer(404, "not_found", fmt::format("no route {} {} (see docs/serve.md; GET /v1/info describes the "
+                                                        "server)", req.method, req.path));
+    }
+    auto refuse = route->openenv ? openenv_error : error_answer;
+    try {
+      return json_answer(route->status, route->handle(req, id));
+    } catch (const RequestError& e) {
+      return refuse(route->openenv && e.status == 400 ? 422 : e.status, e.code, e.what());
+    } catch (const std::exception& e) {
+      // The service's own failure (a run directory that cannot be written, a user simulator's model that
+      // keeps failing): the request was fine, so a 500, with the reason.
+      return refuse(500, "internal_error", e.what());
+    }
+  }
+
+  std::unique_ptr<WsSession> upgrade(const HttpRequest& req, HttpResponse& refusal) override {
+    if (req.path == "/ws") return openenv.open_session();
+    refusal = error_answer(404, "not_found", fmt::format("no WebSocket at {} (OpenEnv's session is at /ws)", req.path));
+    return nullptr;
   }
 
   void run_janitor() {
@@ -203,85 +293,35 @@ HttpServer::HttpServer(EpisodeService& service, HttpOptions options)
                                  "give a bearer token (--token or the PWAB_SERVE_TOKEN environment variable), or "
                                  "listen on 127.0.0.1",
                                  s.options.host));
-  int threads = s.options.threads;
-  s.server.new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<std::size_t>(threads)); };
-  s.server.set_payload_max_length(s.options.max_body_bytes);
-  s.server.set_keep_alive_max_count(100000);  // a client steps many times over one connection
-  s.server.set_keep_alive_timeout(s.options.keep_alive_timeout_s);
-  s.server.set_socket_options([&s](int fd) {
-    // SO_REUSEADDR only: httplib's default adds SO_REUSEPORT, with which a second server would silently share
-    // a port that is already in use instead of failing to bind.
-    int yes = 1;
-    ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
-    s.listen_fd = fd;
-  });
-  if (s.options.extra_routes) s.options.extra_routes(s.server);  // before the catch-all routes below
   s.add_routes();
-  auto handler = [&s](const httplib::Request& req, httplib::Response& res) { s.dispatch(req, res); };
-  s.server.Get(".*", handler);
-  s.server.Post(".*", handler);
-  s.server.Put(".*", handler);
-  s.server.Patch(".*", handler);
-  s.server.Delete(".*", handler);
-  s.server.Options(".*", handler);
-  // Every request first passes the access checks (access.h): Host, Origin, token, a body declared JSON.
-  // A POST without Content-Length or a chunked body (`curl -X POST .../end`) has no body; httplib would refuse
-  // it with a bare 400 while trying to read one, so it is answered before that. Only the API's own POST routes
-  // (under /v1/): other methods read no body, and the extra routes (/mcp) answer their own requests.
-  s.server.set_pre_routing_handler([&s](const httplib::Request& req, httplib::Response& res) {
-    if (auto refusal = check_access(s.options.access, facts_of(req))) {
-      // Refused before its body was read: the connection closes after the answer, since the unread body would
-      // otherwise be taken for the next request.
-      res.set_header("Connection", "close");
-      send_refusal(res, req, *refusal);
-      return httplib::Server::HandlerResponse::Handled;
-    }
-    if (req.method != "POST" || req.path.rfind("/v1/", 0) != 0 || req.has_header("Content-Length") ||
-        req.has_header("Transfer-Encoding"))
-      return httplib::Server::HandlerResponse::Unhandled;
-    s.dispatch(req, res);
-    return httplib::Server::HandlerResponse::Handled;
-  });
-  s.server.set_error_handler(httplib::Server::HandlerWithResponse([&s](const httplib::Request&, httplib::Response& res) {
-    s.fill_error(res);
-    return httplib::Server::HandlerResponse::Handled;
-  }));
-  s.server.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
-    std::string what = "unknown error";
-    try {
-      std::rethrow_exception(ep);
-    } catch (const std::exception& e) {
-      what = e.what();
-    } catch (...) {
-    }
-    send_error(res, 500, "internal_error", what);
-  });
-
-  bool bound = s.options.port == 0 ? (s.port = s.server.bind_to_any_port(s.options.host)) > 0
-                                   : s.server.bind_to_port(s.options.host, s.options.port);
-  if (!bound)
-    throw Error(fmt::format("cannot listen on {}:{} (address in use, or not an address of this machine)",
-                            s.options.host, s.options.port));
-  if (s.options.port != 0) s.port = s.options.port;
-  // Listening again on a listening socket only changes its backlog.
-  if (s.listen_fd >= 0) ::listen(s.listen_fd, kListenBacklog);
+  NetOptions net;
+  net.host = s.options.host;
+  net.port = s.options.port;
+  net.max_body_bytes = s.options.max_body_bytes;
+  net.request_timeout_s = s.options.request_timeout_s;
+  net.keep_alive_timeout_s = s.options.keep_alive_timeout_s;
+  net.io_threads = s.options.io_threads;
+  net.blocking_threads = s.options.threads;
+  net.max_ws_message_bytes = s.options.max_ws_message_bytes;
+  net.ws_idle_timeout_s = s.options.ws_idle_timeout_s;
+  s.net = std::make_unique<NetServer>(s, net);
 }
 
 HttpServer::~HttpServer() { stop(); }
 
-int HttpServer::port() const { return impl_->port; }
+int HttpServer::port() const { return impl_->net->port(); }
 
-std::string HttpServer::url() const { return fmt::format("http://{}:{}", impl_->options.host, impl_->port); }
+std::string HttpServer::url() const { return fmt::format("http://{}:{}", impl_->options.host, port()); }
+
+std::size_t HttpServer::n_connections() const { return impl_->net->n_connections(); }
+std::size_t HttpServer::n_websockets() const { return impl_->net->n_websockets(); }
 
 void HttpServer::start() {
   Impl& s = *impl_;
   std::lock_guard lock(s.mu);
   if (s.started || s.stopping) return;
   s.started = true;
-  s.listener = std::thread([&s] {
-    s.server.listen_after_bind();
-    s.listener_done = true;
-  });
+  s.net->start();
   s.janitor = std::thread([&s] { s.run_janitor(); });
 }
 
@@ -293,14 +333,7 @@ void HttpServer::stop() {
     s.stopping = true;
   }
   s.wake.notify_all();
-  if (s.started) {
-    // httplib's stop() does nothing until its accept loop runs: wait for that (or for it to have failed).
-    while (!s.server.is_running() && !s.listener_done) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    s.server.stop();
-  } else if (s.listen_fd >= 0) {
-    ::close(s.listen_fd);  // bound but never served
-  }
-  if (s.listener.joinable()) s.listener.join();
+  s.net->stop();
   if (s.janitor.joinable()) s.janitor.join();
 }
 

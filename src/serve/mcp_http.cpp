@@ -2,8 +2,6 @@
 #include "core/json_depth.h"
 #include "serve/access.h"
 
-#include <httplib.h>
-
 #include <algorithm>
 #include <cctype>
 #include <chrono>
@@ -24,10 +22,10 @@ std::string lower(std::string s) {
 }
 
 // A transport-level refusal: the HTTP status plus a JSON-RPC error body, so SDK clients can show the message.
-void refuse(httplib::Response& res, int status, int code, const std::string& message) {
+void refuse(HttpResponse& res, int status, int code, const std::string& message) {
   json body = {{"jsonrpc", "2.0"}, {"id", nullptr}, {"error", {{"code", code}, {"message", message}}}};
   res.status = status;
-  res.set_content(body.dump(), "application/json");
+  res.body = body.dump();
 }
 
 // 128 random bits as hex: session ids must not be guessable (the spec asks for a secure random id).
@@ -44,15 +42,15 @@ std::string random_session_id() {
 
 // The spec asks clients to accept both application/json and text/event-stream; we answer JSON, so a client that
 // says it cannot take JSON is refused (406). No Accept header means anything.
-bool accepts_json(const httplib::Request& req) {
+bool accepts_json(const HttpRequest& req) {
   if (!req.has_header("Accept")) return true;
-  std::string accept = lower(req.get_header_value("Accept"));
+  std::string accept = lower(req.header("Accept"));
   return accept.find("application/json") != std::string::npos || accept.find("*/*") != std::string::npos ||
          accept.find("application/*") != std::string::npos;
 }
 
-bool is_json_content(const httplib::Request& req) {
-  return lower(req.get_header_value("Content-Type")).rfind("application/json", 0) == 0;
+bool is_json_content(const HttpRequest& req) {
+  return lower(req.header("Content-Type")).rfind("application/json", 0) == 0;
 }
 
 bool is_initialize(const json& message) {
@@ -71,13 +69,13 @@ McpHttpEndpoint::McpHttpEndpoint(McpServer& server, McpHttpOptions options)
     };
 }
 
-void McpHttpEndpoint::mount(httplib::Server& http) {
-  http.Post(options_.path, [this](const httplib::Request& req, httplib::Response& res) { post(req, res); });
-  http.Delete(options_.path, [this](const httplib::Request& req, httplib::Response& res) { remove(req, res); });
-  http.Get(options_.path, [](const httplib::Request&, httplib::Response& res) {
-    res.set_header("Allow", "POST, DELETE");
-    refuse(res, 405, jsonrpc::kInvalidRequest, "this server sends no server-initiated messages: use POST");
-  });
+std::vector<HttpRoute> McpHttpEndpoint::routes() {
+  return {{"POST", options_.path, [this](const HttpRequest& req, HttpResponse& res) { post(req, res); }},
+          {"DELETE", options_.path, [this](const HttpRequest& req, HttpResponse& res) { remove(req, res); }},
+          {"GET", options_.path, [](const HttpRequest&, HttpResponse& res) {
+             res.set_header("Allow", "POST, DELETE");
+             refuse(res, 405, jsonrpc::kInvalidRequest, "this server sends no server-initiated messages: use POST");
+           }}};
 }
 
 std::size_t McpHttpEndpoint::n_sessions() const {
@@ -85,9 +83,9 @@ std::size_t McpHttpEndpoint::n_sessions() const {
   return sessions_.size();
 }
 
-bool McpHttpEndpoint::origin_allowed(const httplib::Request& req) const {
+bool McpHttpEndpoint::origin_allowed(const HttpRequest& req) const {
   if (!req.has_header("Origin")) return true;
-  const std::string host = host_of_origin(req.get_header_value("Origin"));  // access.h
+  const std::string host = host_of_origin(req.header("Origin"));  // access.h
   const auto& allowed = options_.allowed_origin_hosts;
   return std::find(allowed.begin(), allowed.end(), host) != allowed.end();
 }
@@ -122,7 +120,7 @@ void McpHttpEndpoint::update_session(const std::string& id, const McpSession& se
   if (it != sessions_.end()) it->second.session.initialized |= session.initialized;
 }
 
-void McpHttpEndpoint::post(const httplib::Request& req, httplib::Response& res) {
+void McpHttpEndpoint::post(const HttpRequest& req, HttpResponse& res) {
   if (!origin_allowed(req)) return refuse(res, 403, jsonrpc::kInvalidRequest, "requests from this Origin are refused");
   if (!accepts_json(req))
     return refuse(res, 406, jsonrpc::kInvalidRequest, "the client must accept application/json replies");
@@ -144,19 +142,19 @@ void McpHttpEndpoint::post(const httplib::Request& req, httplib::Response& res) 
                       "/mcp with its Mcp-Session-Id) or try again later");
       res.set_header(kSessionHeader, id);
     }
-    res.set_content(reply.dump(-1, ' ', false, json::error_handler_t::replace), "application/json");
+    res.body = reply.dump(-1, ' ', false, json::error_handler_t::replace);
     return;
   }
   if (!req.has_header(kSessionHeader))
     return refuse(res, 400, jsonrpc::kInvalidRequest, "the Mcp-Session-Id header is required (from initialize)");
-  session_id = req.get_header_value(kSessionHeader);
+  session_id = req.header(kSessionHeader);
   if (!find_session(session_id, session))
     return refuse(res, 404, jsonrpc::kInvalidRequest, "unknown or ended MCP session: initialize again");
   if (req.has_header(kVersionHeader)) {
     const auto& ours = mcp_protocol_versions();
-    if (std::find(ours.begin(), ours.end(), req.get_header_value(kVersionHeader)) == ours.end())
+    if (std::find(ours.begin(), ours.end(), req.header(kVersionHeader)) == ours.end())
       return refuse(res, 400, jsonrpc::kInvalidRequest,
-                    "unsupported MCP-Protocol-Version '" + req.get_header_value(kVersionHeader) + "'");
+                    "unsupported MCP-Protocol-Version '" + req.header(kVersionHeader) + "'");
   }
 
   json reply = server_.handle(message, session);
@@ -165,14 +163,14 @@ void McpHttpEndpoint::post(const httplib::Request& req, httplib::Response& res) 
     res.status = 202;  // notifications and responses only
     return;
   }
-  res.set_content(reply.dump(-1, ' ', false, json::error_handler_t::replace), "application/json");
+  res.body = reply.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
-void McpHttpEndpoint::remove(const httplib::Request& req, httplib::Response& res) {
+void McpHttpEndpoint::remove(const HttpRequest& req, HttpResponse& res) {
   if (!origin_allowed(req)) return refuse(res, 403, jsonrpc::kInvalidRequest, "requests from this Origin are refused");
   if (!req.has_header(kSessionHeader)) return refuse(res, 400, jsonrpc::kInvalidRequest, "the Mcp-Session-Id header is required");
   std::lock_guard lock(mu_);
-  if (sessions_.erase(req.get_header_value(kSessionHeader)) == 0)
+  if (sessions_.erase(req.header(kSessionHeader)) == 0)
     return refuse(res, 404, jsonrpc::kInvalidRequest, "unknown or ended MCP session");
   res.status = 204;
 }

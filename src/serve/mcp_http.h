@@ -1,4 +1,4 @@
-// src/serve/mcp_http.h: MCP's streamable HTTP transport for McpServer, mounted on an httplib::Server at /mcp.
+// src/serve/mcp_http.h: MCP's streamable HTTP transport for McpServer, as routes at /mcp of `pwab serve`.
 //
 // POST /mcp carries JSON-RPC messages and is answered with application/json (the spec lets a server answer without
 // an SSE stream): 200 with the reply for requests, 202 for notifications and responses. `initialize` opens an MCP
@@ -16,13 +16,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "serve/http_types.h"
 #include "serve/mcp.h"
-
-namespace httplib {
-class Server;
-struct Request;
-struct Response;
-}  // namespace httplib
 
 namespace pwab::serve {
 
@@ -42,11 +37,11 @@ struct McpHttpOptions {
 
 class McpHttpEndpoint {
  public:
-  //! `server` must outlive the endpoint, and the endpoint the httplib::Server it is mounted on.
+  //! `server` must outlive the endpoint, and the endpoint the HTTP server its routes are on.
   explicit McpHttpEndpoint(McpServer& server, McpHttpOptions options = {});
 
-  //! Adds the POST, GET and DELETE handlers for options.path to `http`.
-  void mount(httplib::Server& http);
+  //! The POST, GET and DELETE routes of options.path (HttpOptions::extra_routes).
+  std::vector<HttpRoute> routes();
 
   //! MCP sessions open now.
   std::size_t n_sessions() const;
@@ -57,9 +52,9 @@ class McpHttpEndpoint {
     double last_used = 0;
   };
 
-  void post(const httplib::Request& req, httplib::Response& res);
-  void remove(const httplib::Request& req, httplib::Response& res);
-  bool origin_allowed(const httplib::Request& req) const;
+  void post(const HttpRequest& req, HttpResponse& res);
+  void remove(const HttpRequest& req, HttpResponse& res);
+  bool origin_allowed(const HttpRequest& req) const;
   //! The new session's id, or "" when the table is full and no session has been idle long enough to drop.
   std::string open_session(const McpSession& session);
   bool find_session(const std::string& id, McpSession& out);

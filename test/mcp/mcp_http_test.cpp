@@ -9,6 +9,7 @@
 
 #include "mini_environment.h"
 #include "serve/episode_service.h"
+#include "serve/http_server.h"
 #include "serve/mcp.h"
 #include "serve/mcp_http.h"
 
@@ -25,16 +26,16 @@ class McpHttp : public ::testing::Test {
  protected:
   void start(McpHttpOptions options = {}) {
     endpoint_ = std::make_unique<McpHttpEndpoint>(server_, options);
-    endpoint_->mount(http_);
-    port_ = http_.bind_to_any_port("127.0.0.1");
-    ASSERT_GT(port_, 0);
-    thread_ = std::thread([this] { http_.listen_after_bind(); });
-    while (!http_.is_running()) std::this_thread::yield();  // so that TearDown's stop() cannot come first
+    HttpOptions http;
+    http.port = 0;
+    http.extra_routes = endpoint_->routes();
+    http_ = std::make_unique<HttpServer>(service_, http);
+    http_->start();
+    port_ = http_->port();
     client_ = std::make_unique<httplib::Client>("127.0.0.1", port_);
   }
   void TearDown() override {
-    http_.stop();
-    if (thread_.joinable()) thread_.join();
+    if (http_) http_->stop();
   }
 
   httplib::Result post(const std::string& body, httplib::Headers headers = {},
@@ -56,8 +57,7 @@ class McpHttp : public ::testing::Test {
   EpisodeService service_{mini_environment().environment, ServiceOptions{}};
   McpServer server_{service_, "1.2.3"};
   std::unique_ptr<McpHttpEndpoint> endpoint_;
-  httplib::Server http_;
-  std::thread thread_;
+  std::unique_ptr<HttpServer> http_;
   int port_ = 0;
   std::unique_ptr<httplib::Client> client_;
 };
