@@ -6,6 +6,8 @@
 #include <string_view>
 #include <vector>
 
+#include <nlohmann/json_fwd.hpp>
+
 #include "core/py_format.h"
 
 namespace pwab {
@@ -42,5 +44,13 @@ class JsonWriter {
 
 //! Appends a JSON string literal (quotes, escapes for ", \\ and control characters; UTF-8 kept).
 void append_json_string(std::string& out, std::string_view s);
+
+//! The compact text of a JSON value, as nlohmann's dump(-1, ' ', false, error_handler_t::replace) writes it
+//! (keys in the value's order, floats as the shortest text that reads back, NaN and infinities as null), with
+//! every byte that is not part of valid UTF-8 replaced by U+FFFD, so the text is always valid UTF-8 (a WebSocket
+//! text frame must be). Several times faster on long strings: what `pwab serve` answers with.
+std::string dump_compact(const nlohmann::json& value);
+//! Appends dump_compact(value) to `out`.
+void append_compact(std::string& out, const nlohmann::json& value);
 
 }  // namespace pwab

@@ -30,6 +30,12 @@ using Json = nlohmann::json;
 
 RequestError bad_request(const std::string& message) { return RequestError(400, "bad_request", message); }
 
+//! The tools every episode offers, parsed once.
+const Json& offered_tools() {
+  static const Json tools = Json::parse(env::tools_json(/*include_product_details=*/false));
+  return tools;
+}
+
 RequestError budget_spent(std::string_view what) {
   return RequestError(402, "budget_reached",
                       fmt::format("{} would call the LLM user simulator, and the server's --budget-usd is spent; "
@@ -318,17 +324,20 @@ Json EpisodeService::info() const {
 Json EpisodeService::list_tasks(const Json& query) const {
   constexpr std::string_view kWhat = "task list";
   require_object(query, kWhat);
-  check_fields(query, kWhat, {"split", "offset", "limit"});
+  check_fields(query, kWhat, {"split", "offset", "limit", "history"});
   data::Split split = task_split(opt_string(query, "split", kWhat).value_or("test"));
+  const bool with_history = opt_bool(query, "history", kWhat).value_or(false);
   const auto& tasks = env_.dataset().tasks(split);
   auto offset = static_cast<std::size_t>(opt_int(query, "offset", kWhat, 0, INT64_MAX).value_or(0));
   auto limit = static_cast<std::size_t>(
       opt_int(query, "limit", kWhat, 0, static_cast<int64_t>(options_.max_list_limit)).value_or(100));
   Json list = Json::array();
-  for (std::size_t i = offset; i < tasks.size() && i - offset < limit; ++i)
+  for (std::size_t i = offset; i < tasks.size() && i - offset < limit; ++i) {
     list.push_back({{"task", runner::task_key(tasks[i])},
                     {"user_id", env_.dataset().user(tasks[i].user).id},
                     {"instruction", tasks[i].instruction}});
+    if (with_history) list.back()["history"] = history_json(env_.dataset(), tasks[i]);
+  }
   return {{"split", data::to_string(split)}, {"offset", offset}, {"total", tasks.size()}, {"tasks", std::move(list)}};
 }
 
@@ -409,7 +418,7 @@ Json EpisodeService::start(const Json& request) {
               {"seed", seed},
               {"max_steps", max_steps},
               {"observation", std::move(observation)},
-              {"tools", Json::parse(env::tools_json(/*include_product_details=*/false))}};
+              {"tools", offered_tools()}};
   if (with_history) out["history"] = history_json(env_.dataset(), task);
   return out;
 }
@@ -500,6 +509,12 @@ Json EpisodeService::step(std::string_view episode_id, const Json& action) {
 }
 
 Json EpisodeService::end(std::string_view episode_id) {
+  runner::TaskRecord record;
+  metrics::TaskScore score = finish(episode_id, &record);
+  return {{"record", client_view(record)}, {"score", {{"f", score.f}, {"r", score.r}}}};
+}
+
+metrics::TaskScore EpisodeService::finish(std::string_view episode_id, runner::TaskRecord* record_out) {
   std::shared_ptr<Slot> slot;
   {
     std::unique_lock lock(mu_);
@@ -518,7 +533,8 @@ Json EpisodeService::end(std::string_view episode_id) {
     record(*slot, runner::make_record(env_.dataset(), *slot->task, result));
   }
   metrics::TaskScore score = metrics::score_task(slot->record->outcome());
-  return {{"record", client_view(*slot->record)}, {"score", {{"f", score.f}, {"r", score.r}}}};
+  if (record_out) *record_out = std::move(*slot->record);
+  return score;
 }
 
 Json EpisodeService::state(std::string_view episode_id) const {

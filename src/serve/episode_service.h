@@ -24,6 +24,7 @@
 
 #include "core/error.h"
 #include "env/environment.h"
+#include "metrics/metrics.h"
 #include "runner/episode.h"
 #include "runner/results.h"
 
@@ -103,8 +104,10 @@ class EpisodeService {
 
   //! The dataset's size, every tool's OpenAI schema, the tracks, user simulators, limits and open sessions.
   nlohmann::json info() const;
-  //! {"split": "test", "offset": 0, "limit": 100} (all optional) -> {"split", "offset", "total", "tasks":
-  //! [{"task": "test/17", "user_id", "instruction"}]}. Never the type, target or ground truth.
+  //! {"split": "test", "offset": 0, "limit": 100, "history": false} (all optional) -> {"split", "offset", "total",
+  //! "tasks": [{"task": "test/17", "user_id", "instruction", "history"?}]}: with "history" each task carries the
+  //! user's visible behaviours (as start gives them), what an RL prompt's memory is built from. Never the type,
+  //! target or ground truth.
   nlohmann::json list_tasks(const nlohmann::json& query) const;
   //! {"task": "test/17", "track": "single"|"multi", "user_sim": "none"|"scripted"|"llm", "max_steps"?, "seed"?,
   //! "history"? (false leaves it out), "trial"? (0; "next": the lowest trial of the task neither recorded nor
@@ -123,6 +126,8 @@ class EpisodeService {
   //! {"f", "r"}}. An episode ended
   //! before it finished gets the ending "client_end" and is recorded then.
   nlohmann::json end(std::string_view episode_id);
+  //! end() without building the record's JSON: the episode's score, and its record when asked.
+  metrics::TaskScore finish(std::string_view episode_id, runner::TaskRecord* record = nullptr);
   //! The episode so far (no target): ids, options, steps, the actions with observations and rewards, attempts.
   nlohmann::json state(std::string_view episode_id) const;
   //! Whether a request on this episode may wait: its user is an LLM, or its track is recorded (the record is

@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "core/json_depth.h"
+#include "core/json_writer.h"
 #include "serve/net_server.h"
 #include "serve/openenv.h"
 
@@ -22,7 +23,11 @@ using Json = nlohmann::json;
 
 //! JSON text of an answer; strings that are not valid UTF-8 (an agent's bytes echoed in an observation) are
 //! repaired rather than failing the answer.
-std::string dump(const Json& j) { return j.dump(-1, ' ', false, Json::error_handler_t::replace) + "\n"; }
+std::string dump(const Json& j) {
+  std::string text = dump_compact(j);
+  text += '\n';
+  return text;
+}
 
 HttpResponse json_answer(int status, const Json& body) {
   HttpResponse res;
@@ -60,6 +65,8 @@ Json task_query(const HttpRequest& req) {
       if (ec != std::errc() || p != value.data() + value.size())
         throw RequestError(400, "bad_request", fmt::format("query parameter '{}' must be an integer, got '{}'", key, value));
       q[key] = v;
+    } else if (key == "history" && (value == "true" || value == "false" || value == "1" || value == "0")) {
+      q[key] = value == "true" || value == "1";
     } else {
       q[key] = value;  // unknown parameters are refused by list_tasks, naming them
     }

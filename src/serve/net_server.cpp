@@ -3,6 +3,7 @@
 #include "serve/net_server.h"
 
 #include <fmt/format.h>
+#include <pthread.h>
 #include <sys/resource.h>
 
 #include <atomic>
@@ -55,7 +56,10 @@ class BlockingPool {
     std::lock_guard lock(mu_);
     queue_.push_back(std::move(work));
     if (idle_ == 0 && static_cast<int>(threads_.size()) < max_threads_) {
-      threads_.emplace_back([this] { run(); });
+      threads_.emplace_back([this] {
+        ::pthread_setname_np(::pthread_self(), "pwab-blocking");
+        run();
+      });
     } else {
       wake_.notify_one();
     }
@@ -565,7 +569,11 @@ void NetServer::start() {
   if (s.started || s.stopped) return;
   s.started = true;
   s.accept();
-  for (int i = 0; i < s.options.io_threads; ++i) s.threads.emplace_back([&s] { s.ioc->run(); });
+  for (int i = 0; i < s.options.io_threads; ++i)
+    s.threads.emplace_back([&s] {
+      ::pthread_setname_np(::pthread_self(), "pwab-io");  // as `top -H` and perf show it
+      s.ioc->run();
+    });
 }
 
 void NetServer::stop() {

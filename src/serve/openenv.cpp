@@ -7,6 +7,7 @@
 #include <random>
 
 #include "core/json_depth.h"
+#include "core/json_writer.h"
 #include "core/rng.h"
 #include "core/version.h"
 #include "env/tools.h"
@@ -32,9 +33,6 @@ void refuse_unknown_fields(const Json& j, std::string_view what, std::initialize
   }
 }
 
-//! An episode's reward is 0 until it finishes, then its benchmark score (result accuracy; metrics::score_task).
-double episode_reward(const Json& ended) { return ended["score"]["r"].get<double>(); }
-
 Json error_data(std::string_view message, std::string_view openenv_code, const RequestError* e) {
   Json data = {{"message", message}, {"code", openenv_code}};
   if (e) {
@@ -56,7 +54,7 @@ Json ws_error(std::string_view message, std::string_view code, const RequestErro
   return {{"type", "error"}, {"data", error_data(message, code, e)}};
 }
 
-std::string dump(const Json& j) { return j.dump(-1, ' ', false, Json::error_handler_t::replace); }
+std::string dump(const Json& j) { return dump_compact(j); }
 
 }  // namespace
 
@@ -160,10 +158,10 @@ Json OpenEnvFrontEnd::step_episode(const std::string& episode_id, const Json& ac
   if (!r["finished"].get<bool>()) return {{"observation", std::move(observation)}, {"reward", 0.0}, {"done", false}};
   // Finished: the record is written (it was at this step) and the episode ended, so a rollout that never calls
   // again holds no session.
-  Json ended = service_.end(episode_id);
+  metrics::TaskScore score = service_.finish(episode_id);
   observation["ending"] = r["ending"];
-  observation["score"] = {{"function_acc", ended["score"]["f"]}, {"result_acc", ended["score"]["r"]}};
-  return {{"observation", std::move(observation)}, {"reward", episode_reward(ended)}, {"done", true}};
+  observation["score"] = {{"function_acc", score.f}, {"result_acc", score.r}};
+  return {{"observation", std::move(observation)}, {"reward", score.r}, {"done", true}};
 }
 
 Json OpenEnvFrontEnd::step(const Json& request) {
@@ -374,7 +372,7 @@ class OpenEnvFrontEnd::Session final : public WsSession {
     std::string id = std::move(episode_);
     episode_.clear();
     try {
-      front_.service_.end(id);
+      front_.service_.finish(id);
     } catch (const RequestError&) {
       // expired meanwhile: nothing to end
     }

@@ -93,7 +93,7 @@ Json RewardEndpoint::openrlhf(const Json& body) const {
     throw bad("reward: OpenRLHF's request has arrays 'query', 'prompts' and 'labels'");
   if (labels.size() != queries.size() || (!prompts.empty() && prompts.size() != queries.size()))
     throw bad(fmt::format("reward: {} queries, {} prompts and {} labels; each query needs its prompt and its label "
-                          "(the task key, e.g. \"test/17\": export the prompts with `pwab puma export --format rl`)",
+                          "(the task key, e.g. \"train/17\": `python3 -m pwab.rl.dataset` writes such rows)",
                           queries.size(), prompts.size(), labels.size()));
   Json rewards = Json::array(), function_acc = Json::array(), result_acc = Json::array();
   for (std::size_t i = 0; i < queries.size(); ++i) {
