@@ -1,6 +1,10 @@
 #include "agents/puma_agent.h"
 #include "agents/agent_options.h"
 
+#include <atomic>
+#include <cstdio>
+#include <mutex>
+#include <nlohmann/json.hpp>
 #include <utility>
 
 #include "agents/llm_config.h"
@@ -20,6 +24,57 @@ std::string describe_action(const env::Action& action, std::string_view paramete
   if (action.name == env::kRespond) return "Say: " + std::string(trim(trim(parameter).substr(4)));
   return "called " + action.name + " with: " + std::string(trim(parameter));
 }
+
+}  // namespace
+
+struct PumaAgentFactory::RolloutLog {
+  explicit RolloutLog(const std::filesystem::path& path) : path(path), file(std::fopen(path.c_str(), "ab")) {
+    if (!file) throw UsageError(std::string(kWho) + ": cannot open the rollouts file " + path.string());
+  }
+  ~RolloutLog() {
+    if (file) std::fclose(file);
+  }
+  void append(const std::string& line) {
+    std::lock_guard lock(mu);
+    if (std::fwrite(line.data(), 1, line.size(), file) != line.size() || std::fflush(file) != 0)
+      throw Error(std::string(kWho) + ": cannot write the rollouts file " + path.string());
+  }
+  std::filesystem::path path;
+  std::FILE* file;
+  std::mutex mu;
+  std::atomic<uint64_t> episodes{0};
+};
+
+namespace {
+
+// The agent's model with every raw-text completion's tokens asked for and logged (PumaOptions::rollouts): the
+// function completion the predictor asks for and each parameter completion of the episode.
+class TracingModel final : public llm::ChatModel {
+ public:
+  TracingModel(std::unique_ptr<llm::ChatModel> inner, PumaAgentFactory::RolloutLogAccess log, std::string task,
+               std::string episode)
+      : inner_(std::move(inner)), log_(std::move(log)), task_(std::move(task)), episode_(std::move(episode)) {}
+
+  llm::ChatResponse chat(const llm::ChatRequest& request) override {
+    if (!request.prompt) return inner_->chat(request);
+    llm::ChatRequest traced = request;
+    traced.return_tokens = true;
+    llm::ChatResponse r = inner_->chat(traced);
+    if (!r.tokens)
+      throw UsageError(std::string(kWho) + ": rollouts need the model's token ids, and " + inner_->describe() +
+                       " reported none (serve it with `pwab lm serve`, vLLM >= 0.10.2, or --local-model)");
+    const bool function = request.prompt->ends_with("### Tool:\n");
+    log_(rollout_line(task_, episode_, turn_++, function ? "function" : "parameter", *r.tokens, r.message.content));
+    return r;
+  }
+  std::string describe() const override { return inner_->describe(); }
+
+ private:
+  std::unique_ptr<llm::ChatModel> inner_;
+  PumaAgentFactory::RolloutLogAccess log_;
+  std::string task_, episode_;
+  int turn_ = 0;
+};
 
 class PumaAgent final : public env::Agent {
  public:
@@ -81,6 +136,7 @@ PumaOptions parse_puma_options(const AgentOptions& options) {
   r.function_model_or_file(o.function_model, o.function_file);
   o.max_new_tokens = r.integer("max_new_tokens", o.max_new_tokens, 1, 100000);
   if (auto dir = r.path("tokenizer")) o.tokenizer = *dir;
+  if (auto file = r.path("rollouts")) o.rollouts = *file;
   r.finish();
   return o;
 }
@@ -126,6 +182,7 @@ PumaAgentFactory::PumaAgentFactory(PumaOptions options, const AgentContext& cont
   }
   if (!counter_) counter_ = approximate_token_counter();
   predictor_ = FunctionPredictor::make(options_.function_model, options_.function_file, context_, kWho);
+  if (!options_.rollouts.empty()) rollouts_ = std::make_shared<RolloutLog>(options_.rollouts);
   if (options_.memory && options_.memory_options.relevance == RelevanceText::kCompact) {
     vectors_ = std::make_unique<BehaviourVectors>(*context_.ds, *context_.embedder);
     options_.memory_options.cache = vectors_.get();
@@ -133,6 +190,20 @@ PumaAgentFactory::PumaAgentFactory(PumaOptions options, const AgentContext& cont
 }
 
 PumaAgentFactory::~PumaAgentFactory() = default;
+
+std::string rollout_line(std::string_view task, std::string_view episode, int turn, std::string_view kind,
+                         const llm::TokenTrace& tokens, std::string_view text) {
+  const std::size_t n_prompt = tokens.prompt_ids.size(), n_completion = tokens.completion_ids.size();
+  std::vector<int> mask(n_prompt, 0);
+  mask.resize(n_prompt + n_completion, 1);  // the model's own tokens only
+  std::vector<float> logprobs(n_prompt, 0.0f);
+  logprobs.insert(logprobs.end(), tokens.logprobs.begin(), tokens.logprobs.end());
+  nlohmann::json j = {{"format", "pwab-rollout/1"}, {"task", task},      {"episode", episode},
+                      {"turn", turn},               {"kind", kind},      {"prompt_ids", tokens.prompt_ids},
+                      {"completion_ids", tokens.completion_ids},        {"loss_mask", mask},
+                      {"logprobs", logprobs},       {"text", text}};
+  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+}
 
 std::string PumaAgentFactory::config_json() const {
   std::string out;
@@ -156,6 +227,12 @@ std::string PumaAgentFactory::config_json() const {
 std::unique_ptr<env::Agent> PumaAgentFactory::make(const data::Task& task) const {
   auto model = context_.llm.open(data::task_key(task), llm::Role::kAgent);
   if (!model) throw UsageError("puma agent: the run's LLM access gave no model");
+  if (rollouts_) {
+    const uint64_t n = rollouts_->episodes++;
+    model = std::make_unique<TracingModel>(std::move(model),
+                                           [log = rollouts_](const std::string& line) { log->append(line); },
+                                           data::task_key(task), data::task_key(task) + "#" + std::to_string(n));
+  }
   return std::make_unique<PumaAgent>(*this, context_.llm, std::move(model));
 }
 

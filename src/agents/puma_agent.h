@@ -10,6 +10,7 @@
 // prompt, so the model can act on the simulator's feedback. docs/agents/puma.md has the prompts and options.
 #pragma once
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -18,6 +19,7 @@
 #include "agents/agent.h"
 #include "agents/function_predictor.h"
 #include "agents/puma_prompt.h"
+#include "llm/chat.h"
 
 namespace pwab::agents {
 
@@ -31,11 +33,22 @@ struct PumaOptions {
   //! A model directory (or tokenizer.model / tokenizer.json) whose tokenizer counts the memory budget; empty =
   //! the approximate LLaMA count.
   std::filesystem::path tokenizer;
+  //! `rollouts=PATH`: append every completion the agent asks for (function and parameters) as one JSONL line of
+  //! token ids, loss mask and sampling log-probabilities (format pwab-rollout/1, docs/agents/puma.md); the model
+  //! must report its tokens (a local model, or a /v1/completions server with return_token_ids). Empty = none.
+  std::filesystem::path rollouts;
 };
+
+//! One completion as an RL engine trains on it: a line of format pwab-rollout/1 ({"format", "task", "episode",
+//! "turn", "kind": "function" | "parameter", "prompt_ids", "completion_ids", "loss_mask", "logprobs", "text"}),
+//! the loss mask 0 over the prompt's ids and 1 over the completion's, the log-probabilities 0 over the prompt.
+std::string rollout_line(std::string_view task, std::string_view episode, int turn, std::string_view kind,
+                         const llm::TokenTrace& tokens, std::string_view text);
 
 //! Reads AgentOptions: memory "" | taskspec | none, memory_length ≥ 1 (default 100), and the extra keys
 //! `memory_tokens` (≥ 1, default 768), `relevance` (full | compact), `function_model` (puma | fasttext | keywords
-//! | llm), `function_file` (PATH), `max_new_tokens`, `tokenizer` (PATH). UsageError for anything else.
+//! | llm), `function_file` (PATH), `max_new_tokens`, `tokenizer` (PATH), `rollouts` (PATH). UsageError for anything
+//! else.
 PumaOptions parse_puma_options(const AgentOptions& options);
 
 //! One turn of a multi-turn conversation as the PUMA prompt shows it.
@@ -79,6 +92,9 @@ class PumaAgentFactory final : public AgentFactory {
   PumaAgentFactory(const PumaAgentFactory&) = delete;
   PumaAgentFactory& operator=(const PumaAgentFactory&) = delete;
 
+  //! Where a traced model appends its rollout lines (PumaOptions::rollouts).
+  using RolloutLogAccess = std::function<void(const std::string& line)>;
+
   std::string name() const override { return "puma"; }
   //! {"agent": "puma", "model", "temperature", "max_tokens", "seed", "memory", "memory_length", "memory_tokens",
   //! "token_counter", "relevance", "prompts", "function_model", "embedder", "max_new_tokens"}.
@@ -100,6 +116,8 @@ class PumaAgentFactory final : public AgentFactory {
   std::unique_ptr<TokenCounter> counter_;
   std::unique_ptr<FunctionPredictor> predictor_;
   std::unique_ptr<BehaviourVectors> vectors_;
+  struct RolloutLog;
+  std::shared_ptr<RolloutLog> rollouts_;  // options.rollouts, open for appending
 };
 
 }  // namespace pwab::agents

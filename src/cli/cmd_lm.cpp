@@ -4,16 +4,23 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <cstdlib>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <thread>
 
 #include "cli/cli.h"
 #include "core/error.h"
 #include "core/sys.h"
 #include "core/text.h"
 #include "models/torch_models.h"
+#include "llm/chat.h"
 #include "puma/model.h"
+#include "serve/completions.h"
 
 namespace pwab::cli {
 namespace {
@@ -99,6 +106,38 @@ void run_score(const LmArgs& a) {
   }
 }
 
+struct ServeLmArgs {
+  LmArgs model;
+  std::string name, host = "127.0.0.1", token;
+  int port = 8000;
+};
+
+std::atomic<bool> g_stop_lm{false};
+extern "C" void on_lm_stop_signal(int) { g_stop_lm = true; }
+
+// `pwab lm serve`: the model behind /v1/completions (serve/completions.h) until Ctrl-C or SIGTERM.
+void run_serve(const ServeLmArgs& a) {
+  const std::string name =
+      !a.name.empty() ? a.name : std::filesystem::path(a.model.model).lexically_normal().filename().string();
+  models::LocalChatModel local = models::torch_models().open_local_chat_model(a.model.model, a.model.adapter, name);
+  serve::CompletionsOptions o;
+  o.host = a.host;
+  o.port = a.port;
+  o.access.token = !a.token.empty() ? a.token : (std::getenv("PWAB_SERVE_TOKEN") ? std::getenv("PWAB_SERVE_TOKEN") : "");
+  serve::CompletionsServer server(*local.model, name, o);
+  g_stop_lm = false;
+  auto previous_int = std::signal(SIGINT, on_lm_stop_signal);
+  auto previous_term = std::signal(SIGTERM, on_lm_stop_signal);
+  server.start();
+  std::cout << server.url() << std::endl;  // alone on the first line, as `pwab serve` prints it
+  std::cerr << fmt::format("pwab: serving {} as '{}' at {}/v1/completions; Ctrl-C stops\n", local.description, name,
+                           server.url());
+  while (!g_stop_lm) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  server.stop();
+  std::signal(SIGINT, previous_int);
+  std::signal(SIGTERM, previous_term);
+}
+
 void add_model_options(CLI::App& cmd, LmArgs& a) {
   cmd.add_option("--model", a.model, "Hugging Face LLaMA directory (config.json, safetensors, tokenizer)")->required();
   cmd.add_option("--adapter", a.adapter, "PEFT LoRA adapter directory loaded on top of --model");
@@ -107,7 +146,8 @@ void add_model_options(CLI::App& cmd, LmArgs& a) {
 }  // namespace
 
 void add_lm_commands(CLI::App& app) {
-  auto* lm = app.add_subcommand("lm", "Inspect a model: generate continuations, score completions");
+  auto* lm = app.add_subcommand("lm", "Inspect or serve a model: generate continuations, score completions, serve "
+                                      "/v1/completions");
   lm->require_subcommand(1);
   auto ga = std::make_shared<LmArgs>();
   auto* gen = lm->add_subcommand("generate", "Continuations of prompts (greedy by default), one per line or JSONL");
@@ -132,6 +172,19 @@ void add_lm_commands(CLI::App& app) {
   score->add_option("--completion", sa->completion, "The completion whose probability is wanted");
   score->add_option("--pairs", sa->pairs_file, "JSONL file of {\"prompt\", \"completion\"}: one line each");
   score->callback([sa] { run_score(*sa); });
+
+  auto va = std::make_shared<ServeLmArgs>();
+  auto* srv = lm->add_subcommand("serve", "Serve the model over OpenAI's /v1/completions (with logprobs and vLLM's "
+                                          "return_token_ids), for the puma agent of another process or an RL engine "
+                                          "checking its token ids");
+  add_model_options(*srv, va->model);
+  srv->add_option("--name", va->name, "The model id clients ask for (default: the model directory's name)");
+  srv->add_option("--host", va->host, "Address to listen on (any but loopback needs --token)")->capture_default_str();
+  srv->add_option("--port", va->port, "Port (0 = any free port; the URL is printed on stdout)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 65535));
+  srv->add_option("--token", va->token, "Bearer token every request must carry (default: PWAB_SERVE_TOKEN)");
+  srv->callback([va] { run_serve(*va); });
 }
 
 }  // namespace pwab::cli

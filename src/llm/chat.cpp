@@ -48,6 +48,10 @@ json request_body(const ChatRequest& r) {
   if (r.temperature) body["temperature"] = *r.temperature;
   if (r.max_tokens) body["max_tokens"] = *r.max_tokens;
   if (r.seed) body["seed"] = *r.seed;
+  if (r.return_tokens && r.prompt) {
+    body["logprobs"] = 0;  // the sampled token's log-probability only
+    body["return_token_ids"] = true;
+  }
   if (!r.extra_body_json.empty()) {
     json extra = parse_field(r.extra_body_json, "extra_body_json");
     if (!extra.is_object()) throw UsageError("ChatRequest.extra_body_json is not a JSON object");

@@ -59,9 +59,20 @@ struct ChatRequest {
   std::optional<int64_t> seed;
   //! Further body fields as a JSON object text (e.g. {"response_format": {"type": "json_object"}}); "" = none.
   std::string extra_body_json;
+  //! Raw-text completions: ask for the token ids and sampling log-probabilities of the completion
+  //! (ChatResponse::tokens), what an RL engine trains on. An OpenAI-compatible server is sent "logprobs": 0 and
+  //! "return_token_ids": true (vLLM >= 0.10.2 and `pwab lm serve` answer them); a local model always knows them.
+  bool return_tokens = false;
   //! Not sent: a sample index that is part of the cache key, so that several samples of one request at
   //! temperature > 0 (trials) are cached side by side. 0 for ordinary calls.
   int sample = 0;
+};
+
+//! The tokens behind a raw-text completion, as the model read and sampled them.
+struct TokenTrace {
+  std::vector<int32_t> prompt_ids;      //!< the prompt as the model read it (BOS included); empty if not reported
+  std::vector<int32_t> completion_ids;  //!< the sampled tokens, a final end-of-sequence token included
+  std::vector<float> logprobs;          //!< one per completion id: its log-probability when it was sampled
 };
 
 //! How a reply ended up.
@@ -91,6 +102,8 @@ struct ChatResponse {
   //! Raw-text completions asked for several samples ("n" in extra_body_json): the texts of the choices after the
   //! first, in index order (the first is `message`).
   std::vector<std::string> more_choices;
+  //! The first choice's tokens, when the request asked for them and the model reported them.
+  std::optional<TokenTrace> tokens;
 };
 
 //! The model did not answer: the endpoint failed after the retries, refused the request (4xx), or answered

@@ -151,6 +151,40 @@ std::string first_choice(const json& j, const json*& choice) {
   return {};
 }
 
+// Integers of a JSON array; false when it is not one.
+bool read_ids(const json& j, std::vector<int32_t>& out) {
+  if (!j.is_array()) return false;
+  out.clear();
+  out.reserve(j.size());
+  for (const json& v : j) {
+    if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() > INT32_MAX) return false;
+    out.push_back(static_cast<int32_t>(v.get<int64_t>()));
+  }
+  return true;
+}
+
+// A choice's token ids ("token_ids", "prompt_token_ids": vLLM's return_token_ids) and the sampled tokens'
+// log-probabilities (OpenAI's logprobs.token_logprobs), when the server sent them.
+std::string read_token_trace(const json& choice, ChatResponse& out) {
+  auto ids = choice.find("token_ids");
+  if (ids == choice.end() || ids->is_null()) return {};
+  TokenTrace t;
+  if (!read_ids(*ids, t.completion_ids)) return "'token_ids' is not an array of token ids";
+  if (auto p = choice.find("prompt_token_ids"); p != choice.end() && !p->is_null() && !read_ids(*p, t.prompt_ids))
+    return "'prompt_token_ids' is not an array of token ids";
+  if (auto lp = choice.find("logprobs"); lp != choice.end() && lp->is_object()) {
+    auto values = lp->find("token_logprobs");
+    if (values != lp->end() && values->is_array()) {
+      for (const json& v : *values) t.logprobs.push_back(v.is_number() ? v.get<float>() : 0.0f);
+      if (t.logprobs.size() != t.completion_ids.size())
+        return "'logprobs.token_logprobs' has " + std::to_string(t.logprobs.size()) + " values for " +
+               std::to_string(t.completion_ids.size()) + " token ids";
+    }
+  }
+  out.tokens = std::move(t);
+  return {};
+}
+
 void read_usage(const json& j, ChatResponse& out) {
   if (auto usage = j.find("usage"); usage != j.end() && usage->is_object()) {
     out.prompt_tokens = int_or_zero(*usage, "prompt_tokens");
@@ -187,6 +221,7 @@ std::string parse_completion_reply(const std::string& body, ChatResponse& out) {
                        t->get<std::string>());
   }
   std::stable_sort(texts.begin(), texts.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  if (std::string problem = read_token_trace(*choice, out); !problem.empty()) return "choices[0]: " + problem;
   out.message = Message::assistant(texts[0].second);
   out.more_choices.clear();
   for (std::size_t i = 1; i < texts.size(); ++i) out.more_choices.push_back(texts[i].second);
@@ -204,6 +239,9 @@ std::string response_to_json(const ChatResponse& r) {
             {"problem", r.problem},
             {"attempts", r.attempts}};
   if (!r.more_choices.empty()) j["more_choices"] = r.more_choices;
+  if (r.tokens)
+    j["tokens"] = {{"prompt_ids", r.tokens->prompt_ids}, {"completion_ids", r.tokens->completion_ids},
+                   {"logprobs", r.tokens->logprobs}};
   return j.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
@@ -221,6 +259,17 @@ ChatResponse response_from_json(std::string_view text) {
   r.status = parse_reply_status(string_or_empty(j, "status"));
   r.problem = string_or_empty(j, "problem");
   r.attempts = static_cast<int>(int_or_zero(j, "attempts"));
+  if (auto t = j.find("tokens"); t != j.end() && t->is_object()) {
+    TokenTrace trace;
+    bool ok = read_ids(t->value("prompt_ids", json::array()), trace.prompt_ids) &&
+              read_ids(t->value("completion_ids", json::array()), trace.completion_ids);
+    const json lp = t->value("logprobs", json::array());
+    ok = ok && lp.is_array();
+    if (ok)
+      for (const json& v : lp) trace.logprobs.push_back(v.is_number() ? v.get<float>() : 0.0f);
+    if (!ok) throw DataError("a cached chat response's 'tokens' is malformed");
+    r.tokens = std::move(trace);
+  }
   if (auto more = j.find("more_choices"); more != j.end()) {
     if (!more->is_array()) throw DataError("a cached chat response's 'more_choices' is not an array");
     for (const json& t : *more) {

@@ -25,14 +25,27 @@ class LocalChatModel final : public llm::ChatModel {
     g.seed = static_cast<uint64_t>(request.seed.value_or(0)) + static_cast<uint64_t>(request.sample);
     g.batch_size = 1;
     std::lock_guard<std::mutex> lock(mu_);
-    std::string text = model_->generate({*request.prompt}, g).at(0).at(0);
     llm::ChatResponse r;
-    r.message = llm::Message::assistant(std::move(text));
     r.finish_reason = "stop";
     r.model = request.model;
+    r.attempts = 1;
+    if (request.return_tokens) {
+      // The ids the model read and drew, with the log-probability of each draw (the RL engine's view).
+      llm::TokenTrace trace;
+      trace.prompt_ids = model_->encode_prompt(*request.prompt);
+      SampledCompletion c = model_->complete_ids({trace.prompt_ids}, g).at(0);
+      trace.completion_ids = std::move(c.ids);
+      trace.logprobs = std::move(c.logprobs);
+      r.message = llm::Message::assistant(std::move(c.text));
+      r.finish_reason = c.eos ? "stop" : "length";
+      r.prompt_tokens = static_cast<int64_t>(trace.prompt_ids.size());
+      r.completion_tokens = static_cast<int64_t>(trace.completion_ids.size());
+      r.tokens = std::move(trace);
+      return r;
+    }
+    r.message = llm::Message::assistant(model_->generate({*request.prompt}, g).at(0).at(0));
     r.prompt_tokens = model_->last_prompt_tokens();
     r.completion_tokens = model_->last_generated_tokens();
-    r.attempts = 1;
     return r;
   }
   std::string describe() const override { return "local " + name_ + " (" + model_->describe() + ")"; }

@@ -238,11 +238,16 @@ std::vector<llama::RolloutGroup> groups_of(const std::vector<const Played*>& epi
 
 std::string rollout_line(int iteration, const std::string& task, const Played& p) {
   json turns = json::array();
-  for (const Turn& t : p.turns)
+  for (const Turn& t : p.turns) {
+    // The model's own tokens only: a turn's prompt (the conversation so far, re-read as text) is never trained.
+    std::vector<int> mask(t.prompt.size(), 0);
+    mask.resize(t.prompt.size() + t.completion.ids.size(), 1);
     turns.push_back({{"prompt_ids", t.prompt}, {"completion_ids", t.completion.ids},
-                     {"logprobs", t.completion.logprobs}, {"text", t.completion.text}});
-  return json{{"iteration", iteration}, {"task", task}, {"sample", p.sample}, {"reward", p.reward},
-              {"advantage", p.advantage}, {"turns", turns}}
+                     {"logprobs", t.completion.logprobs}, {"loss_mask", std::move(mask)}, {"eos", t.completion.eos},
+                     {"text", t.completion.text}});
+  }
+  return json{{"format", "pwab-rl-episode/1"}, {"iteration", iteration}, {"task", task}, {"sample", p.sample},
+              {"reward", p.reward}, {"advantage", p.advantage}, {"turns", turns}}
              .dump() +
          "\n";
 }

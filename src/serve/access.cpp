@@ -1,6 +1,8 @@
 // The access checks in front of every route of `pwab serve` (access.h).
 #include "serve/access.h"
 
+#include "serve/http_types.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -116,6 +118,21 @@ std::optional<AccessRefusal> check_access(const AccessPolicy& policy, const Requ
                          fmt::format("{} {}: the body must be sent as Content-Type: application/json{}", r.method,
                                      r.path, r.content_type.empty() ? " (none was given)" : ", not " + r.content_type)};
   return std::nullopt;
+}
+
+RequestFacts request_facts(const HttpRequest& req) {
+  RequestFacts f;
+  f.method = req.method;
+  f.path = req.path;
+  f.host = req.header("Host");
+  f.has_origin = req.has_header("Origin");
+  f.origin = req.header("Origin");
+  f.sec_fetch_site = req.header("Sec-Fetch-Site");
+  f.content_type = req.header("Content-Type");
+  f.authorization = req.header("Authorization");
+  const std::string length = req.header("Content-Length");
+  f.has_body = req.has_header("Transfer-Encoding") || (!length.empty() && length.find_first_not_of("0") != std::string::npos);
+  return f;
 }
 
 }  // namespace pwab::serve

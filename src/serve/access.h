@@ -46,6 +46,10 @@ struct AccessRefusal {
 //! Nothing when the request may go on; otherwise why not.
 std::optional<AccessRefusal> check_access(const AccessPolicy& policy, const RequestFacts& request);
 
+struct HttpRequest;
+//! The facts of a request as the network layer hands it over (http_types.h).
+RequestFacts request_facts(const HttpRequest& request);
+
 //! True for localhost, 127.0.0.0/8 and ::1 (with or without brackets): the addresses only this machine reaches.
 bool is_loopback_host(std::string_view host);
 //! The host name of a Host header value "name[:port]" / "[v6]:port", lower-cased, brackets kept for IPv6.

@@ -74,21 +74,6 @@ Json task_query(const HttpRequest& req) {
   return q;
 }
 
-RequestFacts facts_of(const HttpRequest& req) {
-  RequestFacts f;
-  f.method = req.method;
-  f.path = req.path;
-  f.host = req.header("Host");
-  f.has_origin = req.has_header("Origin");
-  f.origin = req.header("Origin");
-  f.sec_fetch_site = req.header("Sec-Fetch-Site");
-  f.content_type = req.header("Content-Type");
-  f.authorization = req.header("Authorization");
-  const std::string length = req.header("Content-Length");
-  f.has_body = req.has_header("Transfer-Encoding") || (!length.empty() && length.find_first_not_of("0") != std::string::npos);
-  return f;
-}
-
 // A refusal before routing, in the shape its route answers: JSON-RPC for MCP, the API's error object elsewhere.
 HttpResponse refusal_answer(const HttpRequest& req, const AccessRefusal& r) {
   HttpResponse res;
@@ -227,7 +212,7 @@ struct HttpServer::Impl final : RequestHandler {
   // --- RequestHandler ---------------------------------------------------------------------------------------
 
   std::optional<HttpResponse> screen(const HttpRequest& head) override {
-    if (auto refusal = check_access(options.access, facts_of(head))) return refusal_answer(head, *refusal);
+    if (auto refusal = check_access(options.access, request_facts(head))) return refusal_answer(head, *refusal);
     return std::nullopt;
   }
 

@@ -3,6 +3,7 @@
 // environment, DPO, the fast test), steps skipped when done and redone when their settings change, multi-turn online
 // RL beside DPO, then the trained model serving the puma agent in `pwab run --local-model`.
 #include <gtest/gtest.h>
+#include <httplib.h>
 
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -34,6 +35,13 @@ int run_binary(const std::string& args, std::string* errors = nullptr) {
 bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
 Json read_json(const fs::path& file) { return Json::parse(pwab::test::read_text(file)); }
+
+std::string stdout_of(const std::string& args) {
+  TempDir out_dir;
+  std::string cmd = std::string(PWAB_BINARY) + " " + args + " > " + (out_dir / "out").string() + " 2> /dev/null";
+  std::system(cmd.c_str());
+  return pwab::test::read_text(out_dir / "out");
+}
 
 //! Waits up to `seconds` for `ready`.
 template <class Ready>
@@ -141,9 +149,16 @@ TEST(PumaCli, TinyPipelineEndToEndResumableThenServesTheAgent) {
     Json e = Json::parse(line);
     EXPECT_TRUE(has(e["task"].get<std::string>(), "train/")) << line;
     multi_turn += e["turns"].size() > 2;
+    EXPECT_EQ(e["format"], "pwab-rl-episode/1");
     for (const Json& turn : e["turns"]) {
       EXPECT_FALSE(turn["prompt_ids"].empty()) << line;
       EXPECT_EQ(turn["completion_ids"].size(), turn["logprobs"].size()) << line;
+      // The loss mask covers prompt and completion, and trains the model's own tokens only.
+      ASSERT_EQ(turn["loss_mask"].size(), turn["prompt_ids"].size() + turn["completion_ids"].size()) << line;
+      int trained = 0;
+      for (const Json& m : turn["loss_mask"]) trained += m.get<int>();
+      EXPECT_EQ(trained, static_cast<int>(turn["completion_ids"].size())) << line;
+      EXPECT_EQ(turn["loss_mask"][0], 0) << line;
     }
   }
   EXPECT_EQ(episodes, 16);
@@ -164,18 +179,81 @@ TEST(PumaCli, TinyPipelineEndToEndResumableThenServesTheAgent) {
   EXPECT_EQ(std::count(records.begin(), records.end(), '\n'), 6);
   EXPECT_TRUE(has(pwab::test::read_text(fs::path(runs) / "manifest.json"), "local_model")) << "manifest";
 
+  // Token-exact rollouts of the agent: every completion (the function, then each parameter) as ids, mask and
+  // sampling log-probabilities; the parameter's text is what the episode's action was made of.
+  const std::string traced = (dir / "traced").string(), rollouts_file = (dir / "agent-rollouts.jsonl").string();
+  ASSERT_EQ(run_binary("run --quiet --data " + data + " --agent puma --model puma-tiny --local-model " + out +
+                           "/dpo/model --agent-opt tokenizer=" + out + "/dpo/model --agent-opt memory_tokens=192 "
+                           "--memory-length 20 --agent-opt max_new_tokens=48 --embedder hashing --tasks 0:4 "
+                           "--agent-opt rollouts=" + rollouts_file + " --out " + traced,
+                       &log),
+            0)
+      << log;
+  const std::string traced_records = pwab::test::read_text(fs::path(traced) / "results.jsonl");
+  EXPECT_EQ(std::count(traced_records.begin(), traced_records.end(), '\n'), 4);
+  std::ifstream agent_rollouts(rollouts_file);
+  int functions = 0, parameters = 0;
+  std::vector<int32_t> a_function_prompt;
+  for (std::string line; std::getline(agent_rollouts, line);) {
+    Json r = Json::parse(line);
+    EXPECT_EQ(r["format"], "pwab-rollout/1");
+    const bool function = r["kind"] == "function";
+    (function ? functions : parameters)++;
+    if (function && a_function_prompt.empty()) a_function_prompt = r["prompt_ids"].get<std::vector<int32_t>>();
+    EXPECT_FALSE(r["completion_ids"].empty()) << line;
+    const std::size_t n = r["prompt_ids"].size() + r["completion_ids"].size();
+    ASSERT_EQ(r["loss_mask"].size(), n) << line;
+    ASSERT_EQ(r["logprobs"].size(), n) << line;
+    for (std::size_t i = r["prompt_ids"].size(); i < n; ++i) {
+      EXPECT_EQ(r["loss_mask"][i], 1) << line;
+      EXPECT_LE(r["logprobs"][i].get<double>(), 0.0) << line;
+    }
+  }
+  EXPECT_EQ(functions, 4);  // one function completion per episode
+  EXPECT_GE(parameters, 4);
+
+  // The same model over /v1/completions (`pwab lm serve`): greedy text as `pwab lm generate` writes it, and the
+  // token ids and log-probabilities an engine sampling elsewhere checks its own against.
+  {
+    pwab::test::PwabProcess lm({"lm", "serve", "--model", out + "/dpo/model", "--name", "puma-tiny", "--port", "0"},
+                               (dir / "lm-serve.log").string());
+    ASSERT_EQ(lm.url().rfind("http://127.0.0.1:", 0), 0u) << pwab::test::read_text(dir / "lm-serve.log");
+    httplib::Client client(lm.url());
+    client.set_read_timeout(120, 0);
+    const std::string prompt = "### Instruction:\nI need a charger\n### Tool:\n";
+    auto answer = client.Post("/v1/completions",
+                              Json{{"model", "puma-tiny"}, {"prompt", prompt}, {"max_tokens", 8}, {"temperature", 0},
+                                   {"logprobs", 0}, {"return_token_ids", true}}
+                                  .dump(),
+                              "application/json");
+    ASSERT_TRUE(answer);
+    ASSERT_EQ(answer->status, 200) << answer->body;
+    Json c = Json::parse(answer->body)["choices"][0];
+    std::string generated = stdout_of("lm generate --model " + out + "/dpo/model --max-new-tokens 8 --prompt '" +
+                                      "### Instruction:\nI need a charger\n### Tool:\n'");
+    while (!generated.empty() && generated.back() == '\n') generated.pop_back();
+    EXPECT_EQ(c["text"], generated);
+    EXPECT_EQ(c["token_ids"].size(), c["logprobs"]["token_logprobs"].size());
+    EXPECT_FALSE(c["token_ids"].empty());
+    EXPECT_EQ(c["logprobs"]["tokens"][0], "token_id:" + std::to_string(c["token_ids"][0].get<int>()));
+    EXPECT_EQ(c["prompt_token_ids"][0], a_function_prompt.at(0));  // the same tokenizer, BOS first
+    // Sampled choices: reproducible for a seed, each choice its own draws.
+    Json sampled = {{"prompt", prompt}, {"max_tokens", 8}, {"temperature", 1.0}, {"n", 2}, {"seed", 3},
+                    {"return_token_ids", true}};
+    auto first = client.Post("/v1/completions", sampled.dump(), "application/json");
+    auto second = client.Post("/v1/completions", sampled.dump(), "application/json");
+    ASSERT_TRUE(first && second);
+    EXPECT_EQ(Json::parse(first->body)["choices"], Json::parse(second->body)["choices"]);
+    EXPECT_EQ(Json::parse(first->body)["choices"].size(), 2u);
+    EXPECT_EQ(lm.stop(), 0);
+  }
+
   // Usage errors: the paper preset needs a base model; the local model answers raw completions only.
   EXPECT_EQ(run_binary("puma train --data " + data + " --out " + out + " --preset paper", &log), 2) << log;
   EXPECT_TRUE(has(log, "--base-model")) << log;
   EXPECT_EQ(run_binary("puma sft --data " + data + " --out " + out + " --search-labels gpt", &log), 2) << log;
 }
 
-std::string stdout_of(const std::string& args) {
-  TempDir out_dir;
-  std::string cmd = std::string(PWAB_BINARY) + " " + args + " > " + (out_dir / "out").string() + " 2> /dev/null";
-  std::system(cmd.c_str());
-  return pwab::test::read_text(out_dir / "out");
-}
 
 // The rest of issue 18's surface on the mini dataset: the paper preset's recipe check, a LoRA pipeline whose PEFT
 // adapter serves on top of its base model, no SFT with --sft-epochs 0, the exchange formats, the original's fast

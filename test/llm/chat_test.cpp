@@ -503,5 +503,42 @@ TEST(HttpChatModel, RawTextCompletionGoesToCompletionsWithThePromptVerbatim) {
   EXPECT_NE(canonical_request_json(req).find("\"kind\":\"completion\""), std::string::npos);
 }
 
+// Token ids asked for (RL): the request carries OpenAI's logprobs and vLLM's return_token_ids, the reply's ids and
+// log-probabilities come back as a TokenTrace, survive the record/replay cache, and a malformed trace is a problem.
+TEST(Wire, TokenTracesAreAskedForReadAndCached) {
+  ChatRequest req;
+  req.model = "puma";
+  req.prompt = "### Tool:\n";
+  req.return_tokens = true;
+  json body = json::parse(request_body_json(req));
+  EXPECT_EQ(body["logprobs"], 0);
+  EXPECT_EQ(body["return_token_ids"], true);
+  req.return_tokens = false;
+  EXPECT_FALSE(json::parse(request_body_json(req)).contains("return_token_ids"));
+
+  const std::string reply = R"({"choices": [{"index": 0, "text": "ab", "finish_reason": "stop",
+      "token_ids": [5, 6, 2], "prompt_token_ids": [1, 9],
+      "logprobs": {"tokens": ["token_id:5", "token_id:6", "token_id:2"], "token_logprobs": [-0.5, -1.25, -0.125]}}]})";
+  ChatResponse out;
+  ASSERT_EQ(parse_completion_reply(reply, out), "");
+  ASSERT_TRUE(out.tokens);
+  EXPECT_EQ(out.tokens->completion_ids, (std::vector<int32_t>{5, 6, 2}));
+  EXPECT_EQ(out.tokens->prompt_ids, (std::vector<int32_t>{1, 9}));
+  EXPECT_EQ(out.tokens->logprobs, (std::vector<float>{-0.5f, -1.25f, -0.125f}));
+  ChatResponse again = response_from_json(response_to_json(out));
+  ASSERT_TRUE(again.tokens);
+  EXPECT_EQ(again.tokens->completion_ids, out.tokens->completion_ids);
+  EXPECT_EQ(again.tokens->logprobs, out.tokens->logprobs);
+
+  ChatResponse plain;
+  ASSERT_EQ(parse_completion_reply(R"({"choices": [{"text": "ab"}]})", plain), "");
+  EXPECT_FALSE(plain.tokens);
+  ChatResponse broken;
+  EXPECT_NE(parse_completion_reply(R"({"choices": [{"text": "ab", "token_ids": [1, "x"]}]})", broken), "");
+  EXPECT_NE(parse_completion_reply(
+                R"({"choices": [{"text": "ab", "token_ids": [1, 2], "logprobs": {"token_logprobs": [-1]}}]})", broken),
+            "");
+}
+
 }  // namespace
 }  // namespace pwab::llm

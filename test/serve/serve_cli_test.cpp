@@ -40,56 +40,16 @@ int run_binary(const std::string& args, std::string* output = nullptr, const std
 }
 
 //! `pwab serve ...` in a child process; reads the URL from the first line of its stdout.
-class ServeProcess {
+class ServeProcess : public pwab::test::PwabProcess {
  public:
-  //! `stderr_file`: where the server's log goes (empty = this process's stderr).
-  explicit ServeProcess(const std::vector<std::string>& args, const std::string& stderr_file = "") {
-    int fds[2];
-    if (pipe(fds) != 0) throw std::runtime_error("pipe");
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_adddup2(&actions, fds[1], STDOUT_FILENO);
-    posix_spawn_file_actions_addclose(&actions, fds[0]);
-    if (!stderr_file.empty())
-      posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, stderr_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    std::vector<std::string> all = {PWAB_BINARY, "serve"};
-    all.insert(all.end(), args.begin(), args.end());
-    std::vector<char*> argv;
-    for (auto& a : all) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    if (posix_spawn(&pid_, PWAB_BINARY, &actions, nullptr, argv.data(), environ) != 0) throw std::runtime_error("spawn");
-    posix_spawn_file_actions_destroy(&actions);
-    close(fds[1]);
-    out_ = fdopen(fds[0], "r");
-    char line[256] = {};
-    if (fgets(line, sizeof line, out_)) url_ = line;
-    while (!url_.empty() && (url_.back() == '\n' || url_.back() == '\r')) url_.pop_back();
-  }
-  ~ServeProcess() {
-    if (pid_ > 0) stop();
-    if (out_) fclose(out_);
-  }
-  const std::string& url() const { return url_; }
-  //! SIGKILL: no chance to finish anything.
-  void kill_hard() {
-    kill(pid_, SIGKILL);
-    int status = 0;
-    waitpid(pid_, &status, 0);
-    pid_ = -1;
-  }
-  //! SIGTERM, then the exit code.
-  int stop() {
-    kill(pid_, SIGTERM);
-    int status = 0;
-    waitpid(pid_, &status, 0);
-    pid_ = -1;
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  }
+  explicit ServeProcess(std::vector<std::string> args, const std::string& stderr_file = "")
+      : PwabProcess(with_command(std::move(args)), stderr_file) {}
 
  private:
-  pid_t pid_ = -1;
-  FILE* out_ = nullptr;
-  std::string url_;
+  static std::vector<std::string> with_command(std::vector<std::string> args) {
+    args.insert(args.begin(), "serve");
+    return args;
+  }
 };
 
 //! One mini dataset with its briefly trained recommender, shared by the tests of this file.

@@ -1,5 +1,16 @@
 #include "support/test_support.h"
 
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <stdexcept>
+#include <vector>
+
+extern char** environ;
+
 #include "support/missing_tool.h"
 
 #include <arpa/inet.h>
@@ -80,6 +91,58 @@ int free_port() {
     throw std::runtime_error("free_port: cannot bind a socket on 127.0.0.1");
   ::close(fd);
   return ntohs(addr.sin_port);
+}
+
+}  // namespace pwab::test
+
+namespace pwab::test {
+
+PwabProcess::PwabProcess(const std::vector<std::string>& args, const std::string& stderr_file) {
+  int fds[2];
+  if (::pipe(fds) != 0) throw std::runtime_error("pipe");
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, fds[1], STDOUT_FILENO);
+  posix_spawn_file_actions_addclose(&actions, fds[0]);
+  if (!stderr_file.empty())
+    posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, stderr_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  std::vector<std::string> all = {PWAB_BINARY};
+  all.insert(all.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (auto& a : all) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  const int spawned = posix_spawn(&pid_, PWAB_BINARY, &actions, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  ::close(fds[1]);
+  if (spawned != 0) {
+    ::close(fds[0]);
+    pid_ = -1;
+    throw std::runtime_error("cannot start " + std::string(PWAB_BINARY));
+  }
+  out_ = ::fdopen(fds[0], "r");
+  char line[512] = {};
+  if (std::fgets(line, sizeof line, out_)) url_ = line;
+  while (!url_.empty() && (url_.back() == '\n' || url_.back() == '\r')) url_.pop_back();
+}
+
+PwabProcess::~PwabProcess() {
+  if (pid_ > 0) stop();
+  if (out_) std::fclose(out_);
+}
+
+void PwabProcess::kill_hard() {
+  ::kill(pid_, SIGKILL);
+  int status = 0;
+  ::waitpid(pid_, &status, 0);
+  pid_ = -1;
+}
+
+int PwabProcess::stop() {
+  ::kill(pid_, SIGTERM);
+  int status = 0;
+  ::waitpid(pid_, &status, 0);
+  pid_ = -1;
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
 }  // namespace pwab::test
