@@ -23,6 +23,12 @@
 namespace fs = std::filesystem;
 using nlohmann::json;
 
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define PWAB_SEARCH_MULTIVERSION __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define PWAB_SEARCH_MULTIVERSION
+#endif
+
 namespace pwab::search {
 namespace {
 
@@ -130,12 +136,14 @@ struct Index::Impl {
 
   // The postings, loaded from the Xapian database on open: scoring them directly is ~10x faster than Xapian's
   // matcher on these long OR queries (docs/search.md). Per posting, Lucene's 1 + f * norm_inverse is stored,
-  // so a term's score on a document is weight - weight / stored.
-  struct Posting {
-    uint32_t doc;  // 0-based: Xapian docid - 1
-    float denominator;
+  // so a term's score on a document is weight - weight / stored. Documents and denominators are kept in two
+  // arrays, so the divisions of a block of postings run as one vector loop.
+  struct PostingList {
+    std::vector<uint32_t> docs;  // 0-based: Xapian docid - 1, ascending
+    std::vector<float> denominators;
+    std::size_t size() const { return docs.size(); }
   };
-  std::unordered_map<std::string, std::vector<Posting>> postings;
+  std::unordered_map<std::string, PostingList> postings;
 
   //! Scores with the in-memory postings (what search() uses).
   std::vector<Hit> search(std::string_view query, int k) const;
@@ -210,12 +218,14 @@ void Index::Impl::load_postings() {
   std::vector<uint8_t> norms(doc_ids.size());
   for (Xapian::docid d = 1; d <= doc_ids.size(); ++d) norms[d - 1] = length_to_norm(db->get_doclength(d));
   for (auto term = db->allterms_begin(); term != db->allterms_end(); ++term) {
-    std::vector<Posting>& list = postings[*term];
-    list.reserve(term.get_termfreq());
+    PostingList& list = postings[*term];
+    list.docs.reserve(term.get_termfreq());
+    list.denominators.reserve(term.get_termfreq());
     for (auto p = db->postlist_begin(*term); p != db->postlist_end(*term); ++p) {
       uint32_t doc = *p - 1;
       float denominator = 1.0f + static_cast<float>(p.get_wdf()) * context->norm_inverse[norms.at(doc)];
-      list.push_back({doc, denominator});
+      list.docs.push_back(doc);
+      list.denominators.push_back(denominator);
     }
   }
   give_back(std::move(db));
@@ -223,28 +233,50 @@ void Index::Impl::load_postings() {
 
 namespace {
 
-// Per-thread score accumulator, reused between searches; `touched` lists the documents to reset.
+// Per-thread score accumulator, reused between searches and all zero between them (a search resets only the
+// documents it touched, listed in the first entries of `touched`, which has room for every document).
 struct Accumulator {
   std::vector<double> score;
   std::vector<uint32_t> touched;
+  std::vector<float> block;  // one block's term scores
 };
+
+constexpr std::size_t kBlock = 512;
+
+//! out[i] = weight - weight / denominators[i]: Lucene's term scores of a block, in one vector loop (division is
+//! exactly rounded in every instruction set, so the scores are the scalar ones, bit for bit).
+PWAB_SEARCH_MULTIVERSION void block_scores(float weight, const float* __restrict denominators, std::size_t n,
+                                           float* __restrict out) {
+  for (std::size_t i = 0; i < n; ++i) out[i] = weight - weight / denominators[i];
+}
 
 }  // namespace
 
 std::vector<Hit> Index::Impl::search(std::string_view query, int k) const {
   if (k <= 0 || doc_ids.empty()) return {};
   thread_local Accumulator acc;
-  acc.score.assign(doc_ids.size(), 0.0);
-  acc.touched.clear();
+  if (acc.score.size() != doc_ids.size()) {
+    acc.score.assign(doc_ids.size(), 0.0);
+    acc.touched.assign(doc_ids.size(), 0);
+  }
+  acc.block.resize(kBlock);
+  std::size_t n_touched = 0;
   for (const QueryTerm& t : query_terms(query)) {
     auto it = postings.find(xapian_term(t.term));
     if (it == postings.end()) continue;
-    const std::vector<Posting>& list = it->second;
-    float weight = static_cast<float>(t.count) * lucene_idf(static_cast<int64_t>(list.size()), context->stats.doc_count);
-    for (const Posting& p : list) {
-      double& s = acc.score[p.doc];
-      if (s == 0) acc.touched.push_back(p.doc);
-      s += static_cast<double>(term_score_from_denominator(weight, p.denominator));
+    const PostingList& list = it->second;
+    const float weight = static_cast<float>(t.count) * lucene_idf(static_cast<int64_t>(list.size()), context->stats.doc_count);
+    for (std::size_t start = 0; start < list.size(); start += kBlock) {
+      const std::size_t n = std::min(kBlock, list.size() - start);
+      block_scores(weight, list.denominators.data() + start, n, acc.block.data());
+      const uint32_t* docs = list.docs.data() + start;
+      for (std::size_t i = 0; i < n; ++i) {
+        // Branch-free: whether a document is new here is a coin toss the branch predictor would lose.
+        double& s = acc.score[docs[i]];
+        acc.touched[n_touched] = docs[i];
+        n_touched += s == 0;
+        s += static_cast<double>(acc.block[i]);
+      }
     }
   }
   // Lucene rounds each document's sum to float, then ties go to the lower document number (= asin).
@@ -252,14 +284,16 @@ std::vector<Hit> Index::Impl::search(std::string_view query, int k) const {
     float sa = static_cast<float>(acc.score[a]), sb = static_cast<float>(acc.score[b]);
     return sa != sb ? sa > sb : a < b;
   };
-  std::size_t n = std::min(acc.touched.size(), static_cast<std::size_t>(k));
-  std::partial_sort(acc.touched.begin(), acc.touched.begin() + static_cast<std::ptrdiff_t>(n), acc.touched.end(), better);
+  const auto touched_end = acc.touched.begin() + static_cast<std::ptrdiff_t>(n_touched);
+  std::size_t n = std::min(n_touched, static_cast<std::size_t>(k));
+  std::partial_sort(acc.touched.begin(), acc.touched.begin() + static_cast<std::ptrdiff_t>(n), touched_end, better);
   std::vector<Hit> hits;
   hits.reserve(n);
   for (std::size_t i = 0; i < n; ++i) {
     uint32_t doc = acc.touched[i];
     hits.push_back({doc_ids[doc], static_cast<double>(static_cast<float>(acc.score[doc]))});
   }
+  for (auto it = acc.touched.begin(); it != touched_end; ++it) acc.score[*it] = 0;  // zero for the next search
   return hits;
 }
 
