@@ -182,4 +182,11 @@ double steady_steps_per_s(const LoadResult& r) {
   return t[hi] > t[lo] ? static_cast<double>(hi - lo) / (t[hi] - t[lo]) : 0;
 }
 
+std::vector<double> steady_step_latencies(const LoadResult& r) {
+  const auto& t = r.step_done_at_s;
+  if (t.size() < 10) return r.step_latency_s;
+  return {r.step_latency_s.begin() + static_cast<std::ptrdiff_t>(t.size() / 10),
+          r.step_latency_s.begin() + static_cast<std::ptrdiff_t>(t.size() * 9 / 10)};
+}
+
 }  // namespace pwab::bench

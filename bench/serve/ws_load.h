@@ -41,5 +41,7 @@ LoadResult run_ws_load(const std::vector<ScriptedEpisode>& episodes, const LoadO
 //! were answered (the start, when every session resets at once, and the tail, when sessions run out of episodes,
 //! are left out).
 double steady_steps_per_s(const LoadResult& result);
+//! The latencies of the steps answered in that steady part.
+std::vector<double> steady_step_latencies(const LoadResult& result);
 
 }  // namespace pwab::bench

@@ -32,16 +32,19 @@ class Client:
         """The dataset's size, the tools' schemas, tracks, user simulators and limits."""
         return self._call("GET", "/v1/info")
 
-    def tasks(self, split="test", offset=0, limit=100):
-        """One page of tasks: {"split", "offset", "total", "tasks": [{"task", "user_id", "instruction"}]}."""
-        query = urllib.parse.urlencode({"split": split, "offset": offset, "limit": limit})
-        return self._call("GET", "/v1/tasks?" + query)
+    def tasks(self, split="test", offset=0, limit=100, history=None):
+        """One page of tasks: {"split", "offset", "total", "tasks": [{"task", "user_id", "instruction"}]}. With
+        history=True each task also carries the user's visible history (the behaviours an episode's reset shows)."""
+        params = {"split": split, "offset": offset, "limit": limit}
+        if history is not None:
+            params["history"] = "true" if history else "false"
+        return self._call("GET", "/v1/tasks?" + urllib.parse.urlencode(params))
 
-    def iter_tasks(self, split="test", page=1000):
+    def iter_tasks(self, split="test", page=1000, history=None):
         """Every task of a split, page by page."""
         offset = 0
         while True:
-            answer = self.tasks(split, offset, page)
+            answer = self.tasks(split, offset, page, history=history)
             yield from answer["tasks"]
             offset += len(answer["tasks"])
             if not answer["tasks"] or offset >= answer["total"]:
@@ -75,6 +78,76 @@ class Client:
     def delete(self, episode_id):
         """Same as end(), as DELETE."""
         return self._call("DELETE", f"/v1/episodes/{episode_id}", retry_sent=False)
+
+    # --- OpenEnv routes (/reset, /step, /state, /schema, /metadata) ----------------------------------------------
+
+    def env_reset(self, task=None, track="single", split=None, index=None, seed=None, episode_id=None,
+                  user_sim=None, max_steps=None, trial=None, history=None):
+        """OpenEnv's POST /reset: starts an episode of `task` ("train/17"), or of `split` and `index`, or, with
+        neither, of a train task drawn by `seed` (at random without one). Returns {"observation": {"text",
+        "episode_id", "task", "tools", "history", ...}, "reward": None, "done": False}."""
+        body = {"track": track}
+        for key, value in (("task", task), ("split", split), ("index", index), ("seed", seed),
+                           ("episode_id", episode_id), ("user_sim", user_sim), ("max_steps", max_steps),
+                           ("trial", trial), ("history", history)):
+            if value is not None:
+                body[key] = value
+        return self._call("POST", "/reset", body)
+
+    def env_step(self, episode_id, action):
+        """OpenEnv's POST /step with one action {"name", "arguments"} (arguments a dict or a JSON text). Returns
+        {"observation": {"text", "step_reward", "finished", "score" once finished, ...}, "reward", "done"}; the
+        reward is 0 until the episode is done, then its score (result accuracy). A finished episode is gone."""
+        return self._call("POST", "/step", {"episode_id": episode_id, "action": action}, retry_sent=False)
+
+    def env_state(self, episode_id):
+        """OpenEnv's GET /state: the open episode so far."""
+        return self._call("GET", "/state?" + urllib.parse.urlencode({"episode_id": episode_id}))
+
+    def schema(self):
+        """OpenEnv's GET /schema: JSON schemas of the action, the observation and the state."""
+        return self._call("GET", "/schema")
+
+    def metadata(self):
+        """OpenEnv's GET /metadata: the environment's name, description and version."""
+        return self._call("GET", "/metadata")
+
+    # --- rewards without an episode (/v1/reward) -------------------------------------------------------------------
+
+    def reward(self, task, completion=None, function=None, parameter=None):
+        """The benchmark's reward of one single-turn answer to `task`: the raw `completion` text, or its
+        `function` and `parameter`. Returns {"task", "function", "parameter", "function_acc", "result_acc",
+        "reward"} (reward = result_acc); an unknown task raises NotFound."""
+        body = {"task": task}
+        if completion is not None:
+            body["completion"] = completion
+        else:
+            body["function"] = "" if function is None else function
+            body["parameter"] = "" if parameter is None else parameter
+        return self._call("POST", "/v1/reward", body)
+
+    def rewards(self, items, max_body=512 * 1024):
+        """The rewards of many answers, in order: `items` are dicts as reward() takes them ({"task", "completion"}
+        or {"task", "function", "parameter"}). Sent as JSON arrays of at most `max_body` bytes each (the server caps
+        a body). An item the server could not score (an unknown task, a missing field) raises its PwabError, naming
+        the task."""
+        answers, batch, size = [], [], 2
+        for item in items:
+            length = len(json.dumps(item).encode()) + 1
+            if batch and size + length > max_body:
+                answers += self._call("POST", "/v1/reward", batch)
+                batch, size = [], 2
+            batch.append(item)
+            size += length
+        if batch:
+            answers += self._call("POST", "/v1/reward", batch)
+        for answer in answers:
+            if "error" in answer:
+                error = answer["error"]
+                code = error.get("code", "")
+                status = 404 if code.startswith("unknown") else 400
+                raise error_for(status, code, f"{answer.get('task')!r}: {error.get('message', '')}")
+        return answers
 
     # --- transport ------------------------------------------------------------------------------------------------
 

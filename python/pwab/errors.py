@@ -15,6 +15,10 @@ class BadRequest(PwabError):
     """400: malformed JSON, a missing or mistyped field."""
 
 
+class Unprocessable(BadRequest):
+    """422: a well-formed body the OpenEnv routes refuse (an unknown field, a missing action)."""
+
+
 class Unauthorized(PwabError):
     """401: no bearer token, or a wrong one."""
 
@@ -55,7 +59,8 @@ class Unreachable(PwabError):
 
 
 _BY_STATUS = {400: BadRequest, 401: Unauthorized, 402: BudgetReached, 403: Forbidden, 404: NotFound,
-              409: Conflict, 413: TooLarge, 429: TooManySessions}
+              409: Conflict, 413: TooLarge, 422: Unprocessable,
+              429: TooManySessions}
 
 
 def error_for(status, code, message):

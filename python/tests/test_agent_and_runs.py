@@ -135,7 +135,7 @@ class InstallTest(unittest.TestCase):
                               "--no-deps", "--quiet", "--target", target, os.path.join(build, "python")],
                              capture_output=True, text=True)
         self.assertEqual(out.returncode, 0, out.stderr)
-        check = subprocess.run(["/usr/bin/python3", "-c", "import pwab, pwab.examples.remote_agent; "
+        check = subprocess.run(["/usr/bin/python3", "-c", "import pwab, pwab.examples.remote_agent, pwab.rl.trl_adapter; "
                                 "print(pwab.__version__, pwab.__file__)"],
                                capture_output=True, text=True, env={**os.environ, "PYTHONPATH": target},
                                cwd=target)

@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include "serve/episode_service.h"
@@ -95,7 +96,7 @@ Json RewardEndpoint::openrlhf(const Json& body) const {
     throw bad(fmt::format("reward: {} queries, {} prompts and {} labels; each query needs its prompt and its label "
                           "(the task key, e.g. \"train/17\": `python3 -m pwab.rl.dataset` writes such rows)",
                           queries.size(), prompts.size(), labels.size()));
-  Json rewards = Json::array(), function_acc = Json::array(), result_acc = Json::array();
+  Json rewards = Json::array(), scores = Json::array(), function_acc = Json::array(), result_acc = Json::array();
   for (std::size_t i = 0; i < queries.size(); ++i) {
     if (!queries[i].is_string() || !labels[i].is_string() || (!prompts.empty() && !prompts[i].is_string()))
       throw bad(fmt::format("reward: query, prompt and label {} must be strings", i));
@@ -103,11 +104,13 @@ Json RewardEndpoint::openrlhf(const Json& body) const {
     std::string response = response_of(queries[i].get<std::string>(), prompts.empty() ? "" : prompts[i].get<std::string>());
     RolloutScore s = functions_.score_completion(task, response);
     rewards.push_back(s.result_acc);
+    // OpenRLHF filters groups on scores in [0, 1]; a review's similarity can dip just below 0.
+    scores.push_back(std::clamp(s.result_acc, 0.0, 1.0));
     function_acc.push_back(s.function_acc);
     result_acc.push_back(s.result_acc);
   }
-  return {{"rewards", rewards},
-          {"scores", rewards},
+  return {{"rewards", std::move(rewards)},
+          {"scores", std::move(scores)},
           {"extra_logs", {{"function_acc", std::move(function_acc)}, {"result_acc", std::move(result_acc)}}}};
 }
 

@@ -13,8 +13,8 @@
 // single request for an unknown task is a 404 unknown_task.
 // OpenRLHF's remote reward model posts {"query": [prompt + response], "prompts": [prompt], "labels": [label]}
 // (openrlhf/utils/agent.py); with the label the task key, the response (the query after its prompt) is scored
-// as a completion and the answer is {"rewards": [...], "scores": [...], "extra_logs": {"function_acc": [...],
-// "result_acc": [...]}}. How a completion is read is puma::parse_completion (scoring.h); the scoring itself lives
+// as a completion and the answer is {"rewards": [...], "scores": [...] (the same, clamped to [0, 1] for OpenRLHF's
+// dynamic filtering), "extra_logs": {"function_acc": [...], "result_acc": [...]}}. How a completion is read is puma::parse_completion (scoring.h); the scoring itself lives
 // above this layer and is handed in as RewardFunctions.
 #pragma once
 #include <functional>

@@ -1,0 +1,1 @@
+"""Stand-in for the openrlhf package (tests only; see ../README.md)."""
