@@ -6,6 +6,7 @@
 #include <pthread.h>
 #include <sys/resource.h>
 
+#include <array>
 #include <atomic>
 #include <boost/asio.hpp>
 #include <boost/beast/core.hpp>
@@ -453,8 +454,25 @@ class HttpConnection final : public Closable, public std::enable_shared_from_thi
   void shut() {
     error_code ignored;
     socket_.shutdown(tcp::socket::shutdown_send, ignored);
+    // A lingering close: a socket closed with unread bytes (the body of a request refused from its head) makes the
+    // kernel send a reset, which can destroy the answer before the client has read it. Read and drop what the
+    // client still sends, for a moment, until it closes its side too.
+    if (!socket_.is_open() || server_.stopping) return close_now_here();
+    arm(1.0);
+    drain();
+  }
+
+  void drain() {
+    socket_.async_read_some(net::buffer(drained_), [self = shared_from_this()](error_code ec, std::size_t) {
+      if (ec || self->timed_out_ || self->server_.stopping) return self->close_now_here();
+      self->drain();
+    });
+  }
+
+  void close_now_here() {
+    error_code ignored;
     socket_.close(ignored);
-    timer_.cancel();
+    disarm();
   }
 
   NetServer::Impl& server_;
@@ -469,6 +487,7 @@ class HttpConnection final : public Closable, public std::enable_shared_from_thi
   bool keep_alive_ = true;
   bool upgraded_ = false;
   uint64_t id_ = 0;
+  std::array<char, 4096> drained_;
 };
 
 }  // namespace
