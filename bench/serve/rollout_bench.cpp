@@ -10,12 +10,14 @@
 //   serve/ws_1000_sessions      1,000 WebSocket sessions, no think time: the most the server sustains
 //   serve/ws_1000_sessions_paced  1,000 sessions, each thinking 0-360 ms (mean 180 ms) before a step, as a policy
 //                                 generating its next action would: ~5,500 steps/s offered; latency at that load
+//   serve/ws_1000_sessions_recorded  as the saturated one, every episode recorded and fsynced (--out)
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <atomic>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <thread>
 
 #include "bench.h"
@@ -153,8 +155,22 @@ double percentile(std::vector<double> v, double p) {
   return v[k];
 }
 
-double served_run(double think_mean_s, std::vector<Extra>& extras) {
-  serve::EpisodeService service(*world.env.environment, service_options());
+double served_run(const Context& ctx, double think_mean_s, bool recorded, std::vector<Extra>& extras) {
+  // With a run directory, every finished episode is appended and fsynced (`pwab serve --out`), on the blocking
+  // pool; each rollout of a task is a trial of its own.
+  const fs::path out = ctx.out_dir / "serve" / "recorded";
+  fs::remove_all(out);
+  std::optional<runner::RunDirectory> single, multi;
+  serve::RecordSinks sinks;
+  if (recorded) {
+    runner::RunManifest m;
+    m.config_json = R"({"agent":"served","track":"single"})";
+    single.emplace(runner::RunDirectory::open(out / "single", m, false));
+    m.config_json = R"({"agent":"served","track":"multi"})";
+    multi.emplace(runner::RunDirectory::open(out / "multi", m, false));
+    sinks = {&*single, &*multi};
+  }
+  serve::EpisodeService service(*world.env.environment, service_options(), sinks);
   serve::HttpOptions http;
   http.port = 0;
   http.max_ws_sessions = 2 * kSessions;
@@ -207,7 +223,7 @@ const int kSaturated = add({
     "server's sustained step rate (target >= 5,000 steps/s and >= half the in-process rate)",
     3,
     setup,
-    [](const Context&, std::vector<Extra>& extras) { return served_run(0, extras); },
+    [](const Context& ctx, std::vector<Extra>& extras) { return served_run(ctx, 0, false, extras); },
     served_check,
 });
 
@@ -217,8 +233,30 @@ const int kPaced = add({
     "(target p99 < 100 ms)",
     3,
     setup,
-    [](const Context&, std::vector<Extra>& extras) { return served_run(kThinkMeanS, extras); },
+    [](const Context& ctx, std::vector<Extra>& extras) { return served_run(ctx, kThinkMeanS, false, extras); },
     served_check,
+});
+
+}  // namespace
+
+namespace {
+
+const int kRecorded = add({
+    "serve/ws_1000_sessions_recorded",
+    "as serve/ws_1000_sessions, with a run directory per track (pwab serve --out): every episode's record "
+    "appended and fsynced, each rollout of a task a trial of its own",
+    3,
+    setup,
+    [](const Context& ctx, std::vector<Extra>& extras) { return served_run(ctx, 0, true, extras); },
+    [](const Context& ctx) -> std::string {
+      std::string problem = served_check(ctx);
+      if (!problem.empty()) return problem;
+      std::size_t records = runner::read_records(ctx.out_dir / "serve" / "recorded" / "single").size() +
+                            runner::read_records(ctx.out_dir / "serve" / "recorded" / "multi").size();
+      if (records != world.episodes.size())
+        return fmt::format("{} records for {} episodes", records, world.episodes.size());
+      return {};
+    },
 });
 
 }  // namespace

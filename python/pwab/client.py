@@ -82,14 +82,15 @@ class Client:
     # --- OpenEnv routes (/reset, /step, /state, /schema, /metadata) ----------------------------------------------
 
     def env_reset(self, task=None, track="single", split=None, index=None, seed=None, episode_id=None,
-                  user_sim=None, max_steps=None, trial=None, history=None):
+                  user_sim=None, max_steps=None, trial=None, history=None, idle_timeout_s=None):
         """OpenEnv's POST /reset: starts an episode of `task` ("train/17"), or of `split` and `index`, or, with
-        neither, of a train task drawn by `seed` (at random without one). Returns {"observation": {"text",
+        neither, of a train task drawn by `seed` (at random without one). `idle_timeout_s`: this episode is dropped
+        after so many seconds without a call (at most the server's --idle-timeout). Returns {"observation": {"text",
         "episode_id", "task", "tools", "history", ...}, "reward": None, "done": False}."""
         body = {"track": track}
         for key, value in (("task", task), ("split", split), ("index", index), ("seed", seed),
                            ("episode_id", episode_id), ("user_sim", user_sim), ("max_steps", max_steps),
-                           ("trial", trial), ("history", history)):
+                           ("trial", trial), ("history", history), ("idle_timeout_s", idle_timeout_s)):
             if value is not None:
                 body[key] = value
         return self._call("POST", "/reset", body)

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <ctime>
 #include <map>
+#include <condition_variable>
 #include <mutex>
 #include <optional>
 #include <nlohmann/json.hpp>
@@ -367,6 +368,38 @@ TaskRecord make_record(const data::Dataset& ds, const data::Task& task, const Ep
 
 // --- run directory ---------------------------------------------------------------------------------------
 
+namespace {
+
+// A record waiting to be committed with others (RunDirectory::append).
+struct PendingRecord {
+  std::string line;
+  RecordId id;
+  bool ok = false;      // the record has no error
+  bool done = false;    // written and synced, or failed
+  std::string failure;  // why it was not written
+};
+
+// Writes whole lines with one write and syncs them; "" when they are on disk, else why not (the file cut back).
+std::string write_batch(int fd, const fs::path& file, const std::vector<std::shared_ptr<PendingRecord>>& batch) {
+  std::string lines;
+  for (const auto& p : batch) lines += p->line;
+  // A full disk (or a file-size limit) can take part of the lines before refusing the rest: cut the file back to
+  // where it was, so that no torn line is left for the next append to run into.
+  struct stat before {};
+  const bool sized = ::fstat(fd, &before) == 0;
+  try {
+    write_all(fd, lines, file);
+  } catch (const Error& e) {
+    if (sized && ::ftruncate(fd, before.st_size) == 0)
+      return std::string(e.what()) + " (the record was not written; the file is as it was)";
+    return e.what();
+  }
+  if (::fsync(fd) != 0) return "cannot sync " + file.string() + ": " + std::strerror(errno);
+  return {};
+}
+
+}  // namespace
+
 struct RunDirectory::State {
   fs::path dir;
   RunManifest manifest;
@@ -374,6 +407,10 @@ struct RunDirectory::State {
   mutable std::mutex mu;
   std::map<RecordId, bool> latest_ok;  //!< per (task, trial): whether its latest record has no error
   int fd = -1;
+  // Group commit: records appended while a write is under way wait for the next one, which takes them all.
+  std::vector<std::shared_ptr<PendingRecord>> queue;
+  bool writing = false;
+  std::condition_variable written;
   ~State() {
     if (fd >= 0) ::close(fd);
   }
@@ -448,23 +485,37 @@ bool RunDirectory::is_done(const RecordId& id) const {
   return it != state_->latest_ok.end() && it->second;
 }
 
+// Appends are committed in groups: the first caller to find no write under way writes every record queued so far
+// with one write and one fsync, while the callers behind it wait; each call returns once its own record is on
+// disk (or throws when it is not). Hundreds of episodes finishing at once cost a few fsyncs, not hundreds.
 void RunDirectory::append(const TaskRecord& record) {
-  std::string line = record.to_json_line() + "\n";
-  std::lock_guard lock(state_->mu);
-  fs::path file = state_->dir / kResultsFile;
-  // A full disk (or a file-size limit) can take part of the line before refusing the rest: cut the file back to
-  // where it was, so that no torn line is left for the next append to run into.
-  struct stat before {};
-  const bool sized = ::fstat(state_->fd, &before) == 0;
-  try {
-    write_all(state_->fd, line, file);
-  } catch (const Error& e) {
-    if (sized && ::ftruncate(state_->fd, before.st_size) == 0)
-      throw Error(std::string(e.what()) + " (the record was not written; the file is as it was)");
-    throw;
+  auto me = std::make_shared<PendingRecord>();
+  me->line = record.to_json_line() + "\n";
+  me->id = record.id();
+  me->ok = record.error.empty();
+  State& st = *state_;
+  std::unique_lock lock(st.mu);
+  st.queue.push_back(me);
+  while (!me->done) {
+    if (st.writing) {
+      st.written.wait(lock);
+      continue;
+    }
+    st.writing = true;
+    std::vector<std::shared_ptr<PendingRecord>> batch;
+    batch.swap(st.queue);
+    lock.unlock();
+    std::string failure = write_batch(st.fd, st.dir / kResultsFile, batch);
+    lock.lock();
+    for (const auto& p : batch) {
+      p->done = true;
+      p->failure = failure;
+      if (failure.empty()) st.latest_ok[p->id] = p->ok;
+    }
+    st.writing = false;
+    st.written.notify_all();
   }
-  if (::fsync(state_->fd) != 0) throw Error("cannot sync " + file.string() + ": " + std::strerror(errno));
-  state_->latest_ok[record.id()] = record.error.empty();
+  if (!me->failure.empty()) throw Error(me->failure);
 }
 
 // --- reading, merging, sharding --------------------------------------------------------------------------

@@ -137,7 +137,9 @@ class RunDirectory {
   bool is_done(const RecordId& id) const;
   //! Lines dropped from the end of the file when it was opened (0 or 1).
   std::size_t n_truncated() const;
-  //! Appends the record as one line with a single write, then fsyncs; safe to call from several threads.
+  //! Appends the record as one line and fsyncs it; safe to call from several threads, and returns once the record
+  //! is on disk. Records appended at the same moment are committed together (one write of whole lines, one
+  //! fsync); when that write fails, the file is cut back to where it was and each of them throws.
   void append(const TaskRecord& record);
 
  private:

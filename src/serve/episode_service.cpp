@@ -213,6 +213,7 @@ struct EpisodeService::Slot {
   bool closed = false;     // ended or expired; a request that found the slot just before then gets a 404
   std::optional<runner::TaskRecord> record;  // set once the episode finished (and was recorded)
   int trial = 0;
+  double idle_timeout_s = 0;  // this episode's: the server's, or shorter when the start asked
   std::size_t bytes = 0;  // of actions and observations so far (ServiceOptions::max_episode_bytes)
   runner::RunDirectory* claimed_in = nullptr;  // the run directory whose (task, trial) this episode holds
 };
@@ -344,7 +345,8 @@ Json EpisodeService::list_tasks(const Json& query) const {
 Json EpisodeService::start(const Json& request) {
   constexpr std::string_view kWhat = "start";
   require_object(request, kWhat);
-  check_fields(request, kWhat, {"task", "track", "user_sim", "max_steps", "seed", "history", "trial", "episode_id"});
+  check_fields(request, kWhat,
+               {"task", "track", "user_sim", "max_steps", "seed", "history", "trial", "episode_id", "idle_timeout_s"});
   auto key = opt_string(request, "task", kWhat);
   if (!key) throw bad_request("start: 'task' is required, e.g. \"test/17\" (GET /v1/tasks lists them)");
   const data::Task& task = find_task(env_.dataset(), *key);
@@ -367,6 +369,13 @@ Json EpisodeService::start(const Json& request) {
   bool with_history = opt_bool(request, "history", kWhat).value_or(true);
   const bool next_trial = request.contains("trial") && request["trial"] == "next";
   const int trial = next_trial ? 0 : static_cast<int>(opt_int(request, "trial", kWhat, 0, kMaxTrial).value_or(0));
+  double idle_timeout_s = options_.idle_timeout_s;
+  if (auto it = request.find("idle_timeout_s"); it != request.end() && !it->is_null()) {
+    if (!it->is_number() || it->get<double>() < 1 || it->get<double>() > options_.idle_timeout_s)
+      throw bad_request(fmt::format("start: 'idle_timeout_s' must be a number of seconds from 1 to the server's {} "
+                                    "(--idle-timeout)", options_.idle_timeout_s));
+    idle_timeout_s = it->get<double>();
+  }
   std::optional<std::string> chosen_id = opt_string(request, "episode_id", kWhat);
   if (chosen_id) check_episode_id(*chosen_id);
 
@@ -374,6 +383,7 @@ Json EpisodeService::start(const Json& request) {
   slot->id = chosen_id ? *chosen_id : new_episode_id();
   slot->task = &task;
   slot->trial = trial;
+  slot->idle_timeout_s = idle_timeout_s;
   claim(*slot, sink(track), *key, next_trial);
   struct Unclaim {  // gives the (task, trial) back when the start fails after this point
     EpisodeService* service;
@@ -593,14 +603,14 @@ bool EpisodeService::drop(std::string_view episode_id) {
 }
 
 std::size_t EpisodeService::expire_idle() {
-  const double cutoff = now() - options_.idle_timeout_s;
+  const double clock = now();
   std::vector<std::shared_ptr<Slot>> dropped;
   {
     std::unique_lock lock(mu_);
     for (auto it = slots_.begin(); it != slots_.end();) {
       Slot& slot = *it->second;
       // A slot whose lock is held is in the middle of a request: not idle, whatever its timestamp says.
-      if (slot.last_used.load() <= cutoff && slot.mu.try_lock()) {
+      if (slot.last_used.load() <= clock - slot.idle_timeout_s && slot.mu.try_lock()) {
         slot.closed = true;
         release(slot);  // dropped without a record: its (task, trial) may be played again
         slot.mu.unlock();

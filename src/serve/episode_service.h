@@ -111,7 +111,8 @@ class EpisodeService {
   nlohmann::json list_tasks(const nlohmann::json& query) const;
   //! {"task": "test/17", "track": "single"|"multi", "user_sim": "none"|"scripted"|"llm", "max_steps"?, "seed"?,
   //! "history"? (false leaves it out), "trial"? (0; "next": the lowest trial of the task neither recorded nor
-  //! being played), "episode_id"? (the client's own id: 1-128 of [A-Za-z0-9_-], 409 episode_exists if open)} -> {"episode_id", "task", "trial", "track", "user_sim", "seed",
+  //! being played), "episode_id"? (the client's own id: 1-128 of [A-Za-z0-9_-], 409 episode_exists if open),
+  //! "idle_timeout_s"? (this episode's, at most the server's: an engine that abandons rollouts unannounced)} -> {"episode_id", "task", "trial", "track", "user_sim", "seed",
   //! "max_steps", "observation", "tools", "history": [...]}. With a run directory for the track, a (task, trial)
   //! that already has a clean record there, or is being played in another open episode, is refused (409
   //! already_recorded / in_progress): no replay replaces a finished record. The history is what an agent's memory may use: the user's

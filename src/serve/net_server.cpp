@@ -213,6 +213,7 @@ class WsConnection final : public Closable, public std::enable_shared_from_this<
     timeout.keep_alive_pings = true;
     ws_.set_option(timeout);
     ws_.read_message_max(server_.options.max_ws_message_bytes);
+    ws_.auto_fragment(false);  // one frame per message: one write, not one per 4 KiB
     ws_.set_option(websocket::stream_base::decorator(
         [](websocket::response_type& res) { res.set(http::field::server, "pwab"); }));
     ws_.async_accept(upgrade, [self = shared_from_this()](error_code ec) {

@@ -67,9 +67,9 @@ Json OpenEnvFrontEnd::start_request(const Json& reset) const {
   if (!reset.is_object()) throw invalid(fmt::format("reset: the body must be a JSON object, got {}", reset.type_name()));
   refuse_unknown_fields(reset, kWhat,
                         {"seed", "episode_id", "task", "split", "index", "track", "user_sim", "max_steps", "trial",
-                         "history"});
+                         "history", "idle_timeout_s"});
   Json start = Json::object();
-  for (const char* passed : {"track", "user_sim", "max_steps", "history", "episode_id"})
+  for (const char* passed : {"track", "user_sim", "max_steps", "history", "episode_id", "idle_timeout_s"})
     if (reset.contains(passed) && !reset[passed].is_null()) start[passed] = reset[passed];
   if (reset.contains("seed") && !reset["seed"].is_null()) start["seed"] = reset["seed"];
   start["trial"] = reset.contains("trial") && !reset["trial"].is_null() ? reset["trial"] : Json("next");

@@ -394,5 +394,23 @@ TEST(ServiceExpiry, IdleEpisodesExpireOnTheClock) {
   EXPECT_EQ(service.state(d)["task"], "test/3");
 }
 
+// An episode may ask for a shorter idle time than the server's (an RL engine that abandons rollouts without a
+// word), never a longer one.
+TEST(ServiceExpiry, AnEpisodeMayAskForAShorterIdleTime) {
+  double now = 100;
+  ServiceOptions o;
+  o.idle_timeout_s = 60;
+  o.clock = [&now] { return now; };
+  EpisodeService service(*world().env, o);
+  std::string quick = service.start({{"task", "test/0"}, {"idle_timeout_s", 5}})["episode_id"];
+  std::string slow = service.start({{"task", "test/1"}})["episode_id"];
+  now = 106;
+  EXPECT_EQ(service.expire_idle(), 1u);
+  EXPECT_EQ(refusal([&] { service.state(quick); }).first, 404);
+  EXPECT_EQ(service.state(slow)["task"], "test/1");
+  EXPECT_EQ(refusal([&] { service.start({{"task", "test/2"}, {"idle_timeout_s", 61}}); }).first, 400);
+  EXPECT_EQ(refusal([&] { service.start({{"task", "test/2"}, {"idle_timeout_s", "5"}}); }).first, 400);
+}
+
 }  // namespace
 }  // namespace pwab::serve
