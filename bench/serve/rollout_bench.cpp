@@ -7,6 +7,7 @@
 // the same seeds, on the same services `pwab serve` opens (BM25 index, SASRec, fastText). Every replayed
 // episode's final reward must equal the score of its `pwab run` record, under load too.
 //   serve/rollouts_in_process   the episodes through the OpenEnv front end in-process, 2 threads: the ceiling
+//   serve/rollouts_in_process_messages  the same as message texts through the WebSocket session's own handling
 //   serve/ws_1000_sessions      1,000 WebSocket sessions, no think time: the most the server sustains
 //   serve/ws_1000_sessions_paced  1,000 sessions, each thinking 0-360 ms (mean 180 ms) before a step, as a policy
 //                                 generating its next action would: ~5,500 steps/s offered; latency at that load
@@ -14,6 +15,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <atomic>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -50,6 +52,7 @@ struct World {
   std::vector<Json> resets;               // the same, parsed, for the in-process run
   std::vector<std::vector<Json>> steps;
   double in_process_steps_per_s = 0;
+  double in_process_messages_steps_per_s = 0;
   LoadResult last;
   std::size_t last_in_process_wrong = 0;
 };
@@ -142,6 +145,40 @@ double in_process_run(const Context&, std::vector<Extra>& extras) {
   return seconds;
 }
 
+// The same messages through the OpenEnv WebSocket session's own handling in-process: texts parsed and answers
+// written, as the server does, with no socket between them.
+double in_process_messages_run(const Context&, std::vector<Extra>& extras) {
+  serve::EpisodeService service(*world.env.environment, service_options());
+  serve::OpenEnvFrontEnd front(service, *world.ds, {});
+  std::atomic<std::size_t> next{0}, wrong{0};
+  Stopwatch clock;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 2; ++t)
+    threads.emplace_back([&] {
+      auto session = front.open_session();
+      session->on_open();
+      for (std::size_t i; (i = next++) < world.episodes.size();) {
+        const ScriptedEpisode& e = world.episodes[i];
+        serve::WsReply answer = session->on_message(e.reset);
+        for (const std::string& step : e.steps) answer = session->on_message(step);
+        // The last answer's done and reward, read without parsing the whole text (the server writes keys sorted:
+        // {"data":{"done":…,"observation":{…},"reward":…},"type":"observation"}).
+        const std::string& text = answer.text;
+        const bool done = text.compare(0, 16, R"({"data":{"done":)") == 0 && text.compare(16, 4, "true") == 0;
+        const std::size_t at = text.rfind(R"("reward":)");
+        const double reward = at == std::string::npos ? -1 : std::strtod(text.c_str() + at + 9, nullptr);
+        if (!done || reward != e.expected_reward) ++wrong;
+      }
+      session->on_end();
+    });
+  for (auto& t : threads) t.join();
+  double seconds = clock.seconds();
+  world.last_in_process_wrong = wrong;
+  world.in_process_messages_steps_per_s = static_cast<double>(total_steps()) / seconds;
+  extras.push_back({"steps_per_s", world.in_process_messages_steps_per_s, "/s"});
+  return seconds;
+}
+
 std::string in_process_check(const Context&) {
   if (world.last_in_process_wrong)
     return fmt::format("{} episodes ended with another reward than their pwab run record", world.last_in_process_wrong);
@@ -174,6 +211,7 @@ double served_run(const Context& ctx, double think_mean_s, bool recorded, std::v
   serve::HttpOptions http;
   http.port = 0;
   http.max_ws_sessions = 2 * kSessions;
+  if (const char* io = std::getenv("PWAB_BENCH_IO_THREADS")) http.io_threads = std::atoi(io);
   serve::HttpServer server(service, http);
   server.start();
   LoadOptions o;
@@ -195,6 +233,8 @@ double served_run(const Context& ctx, double think_mean_s, bool recorded, std::v
   extras.push_back({"p99_reset_ms", percentile(r.reset_latency_s, 0.99) * 1e3, "ms"});
   if (world.in_process_steps_per_s > 0)
     extras.push_back({"of_in_process", steps_per_s / world.in_process_steps_per_s, "x"});
+  if (world.in_process_messages_steps_per_s > 0)
+    extras.push_back({"of_in_process_messages", steps_per_s / world.in_process_messages_steps_per_s, "x"});
   return r.seconds;
 }
 
@@ -214,6 +254,16 @@ const int kInProcess = add({
     3,
     setup,
     in_process_run,
+    in_process_check,
+});
+
+const int kInProcessMessages = add({
+    "serve/rollouts_in_process_messages",
+    "the same episodes as WebSocket message texts through the OpenEnv session in-process on 2 threads (parsed and "
+    "answered as the server does them, no sockets)",
+    3,
+    setup,
+    in_process_messages_run,
     in_process_check,
 });
 

@@ -3,6 +3,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <nlohmann/json.hpp>
 
 namespace pwab {
@@ -64,12 +65,28 @@ std::size_t utf8_sequence(std::string_view s, std::size_t i) {
   return 0;
 }
 
+// Whether the 8 bytes at p are all printable ASCII other than '"' and '\\' (SWAR: each test flags a byte's high
+// bit when the byte matches).
+bool plain_ascii_word(const char* p) {
+  uint64_t w;
+  std::memcpy(&w, p, 8);
+  constexpr uint64_t kOnes = 0x0101010101010101ULL, kHigh = 0x8080808080808080ULL;
+  const auto has_zero = [](uint64_t v) { return (v - kOnes) & ~v & kHigh; };
+  const uint64_t below_space = (w - kOnes * 0x20) & ~w & kHigh;  // a byte < 0x20 (exact: w has no high bits here)
+  const uint64_t quote = has_zero(w ^ (kOnes * '"'));
+  const uint64_t backslash = has_zero(w ^ (kOnes * '\\'));
+  return ((w & kHigh) | below_space | quote | backslash) == 0;
+}
+
 // A JSON string whose text is valid UTF-8 whatever `s` holds.
 void append_utf8_json_string(std::string& out, std::string_view s) {
   out.reserve(out.size() + s.size() + 2);
   out += '"';
   std::size_t run = 0;  // copy plain runs in one go
   for (std::size_t i = 0; i < s.size();) {
+    // Eight bytes at a time while they are all plain ASCII (no control byte, quote, backslash or high bit).
+    while (i + 8 <= s.size() && plain_ascii_word(s.data() + i)) i += 8;
+    if (i >= s.size()) break;
     const unsigned char c = static_cast<unsigned char>(s[i]);
     if (c >= 0x20 && c < 0x80 && c != '"' && c != '\\') {
       ++i;

@@ -113,8 +113,21 @@ std::string str_repr(std::string_view text) {
   bool has_double = text.find('"') != std::string_view::npos;
   char quote = has_single && !has_double ? '"' : '\'';
   std::string out(1, quote);
+  out.reserve(text.size() + 2);
   std::size_t i = 0;
   while (i < text.size()) {
+    // Printable ASCII other than the quote and the backslash is copied as it is, a run at a time.
+    std::size_t run = i;
+    while (run < text.size()) {
+      const unsigned char c = static_cast<unsigned char>(text[run]);
+      if (c < 0x20 || c >= 0x7F || c == static_cast<unsigned char>(quote) || c == '\\') break;
+      ++run;
+    }
+    if (run > i) {
+      out.append(text.substr(i, run - i));
+      i = run;
+      continue;
+    }
     std::size_t start = i;
     char32_t cp = next_code_point(text, i);
     if (cp == static_cast<char32_t>(quote) || cp == '\\') {

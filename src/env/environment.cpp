@@ -1,6 +1,8 @@
 #include "env/environment.h"
 
+#include <atomic>
 #include <nlohmann/json.hpp>
+#include <vector>
 
 #include "core/json_depth.h"
 #include "core/py_format.h"
@@ -88,9 +90,37 @@ std::string validate_arguments(const ToolSpec& tool, const Json& args) {
 
 }  // namespace
 
+struct Environment::ProductBlocks {
+  explicit ProductBlocks(std::size_t n) : made(n) {}
+  ~ProductBlocks() {
+    for (auto& block : made) delete block.load();
+  }
+  std::vector<std::atomic<const std::string*>> made;  // null until first rendered; then never changed
+};
+
 Environment::Environment(const data::Dataset& ds, const SearchBackend* search, const RecommendBackend* recommend,
                          const embed::Embedder& embedder, EnvironmentOptions options)
-    : ds_(ds), search_(search), recommend_(recommend), embedder_(embedder), options_(options) {}
+    : ds_(ds),
+      search_(search),
+      recommend_(recommend),
+      embedder_(embedder),
+      options_(options),
+      blocks_(std::make_shared<ProductBlocks>(ds.products().size())) {}
+
+const std::string& Environment::product_block(data::ProductId id) const {
+  if (id >= blocks_->made.size()) {  // a product added to the dataset after the environment was made
+    thread_local std::string block;
+    block = data::product_fields_block(ds_.product(id));
+    return block;
+  }
+  std::atomic<const std::string*>& slot = blocks_->made[id];
+  if (const std::string* block = slot.load(std::memory_order_acquire)) return *block;
+  auto* fresh = new std::string(data::product_fields_block(ds_.product(id)));
+  const std::string* expected = nullptr;
+  if (slot.compare_exchange_strong(expected, fresh, std::memory_order_acq_rel)) return *fresh;
+  delete fresh;  // another thread rendered it first: the same text
+  return *expected;
+}
 
 ToolOutput Environment::call_tool(std::string_view name, std::string_view arguments_json) const {
   const ToolSpec* tool = find_tool(name);
@@ -127,8 +157,12 @@ ToolOutput Environment::render_ranked(const std::vector<std::string>& asins, std
   for (std::size_t i = 0; i < asins.size(); ++i) {
     auto id = ds_.find_product(asins[i]);
     if (!id) return error("product '" + asins[i] + "' is not in the catalogue (is the index or checkpoint out of date?)");
-    out.results.push_back(std::string(header.substr(0, brace)) + std::to_string(i) + std::string(header.substr(brace + 2)) +
-                          data::product_fields_block(ds_.product(*id)) + "\n");
+    const std::string& block = product_block(*id);
+    std::string result;
+    result.reserve(header.size() + block.size() + 8);
+    result.append(header.substr(0, brace)).append(std::to_string(i)).append(header.substr(brace + 2));
+    result.append(block).append("\n");
+    out.results.push_back(std::move(result));
   }
   return out;
 }
@@ -136,7 +170,7 @@ ToolOutput Environment::render_ranked(const std::vector<std::string>& asins, std
 ToolOutput Environment::run_details(const std::string& asin) const {
   auto id = ds_.find_product(asin);
   if (!id) return {ToolOutput::Kind::kText, "Product not found.", {}};
-  return {ToolOutput::Kind::kText, "\nProduct Details:\n" + data::product_fields_block(ds_.product(*id)) + "\n", {}};
+  return {ToolOutput::Kind::kText, "\nProduct Details:\n" + product_block(*id) + "\n", {}};
 }
 
 std::string initial_observation(const data::Dataset& ds, const data::Task& task) {

@@ -116,11 +116,18 @@ class Environment {
   ToolOutput run_details(const std::string& asin) const;
   ToolOutput render_ranked(const std::vector<std::string>& asins, std::string_view header) const;
 
+  //! The fields block of a product as the tools render it (data::product_fields_block), made once.
+  const std::string& product_block(data::ProductId id) const;
+
   const data::Dataset& ds_;
   const SearchBackend* search_;
   const RecommendBackend* recommend_;
   const embed::Embedder& embedder_;
   EnvironmentOptions options_;
+  // Search and recommendation answers show the same products again and again, and rendering one (the Python
+  // reprs of its lists and details) costs more than finding it: each product's block is kept once made.
+  struct ProductBlocks;
+  std::shared_ptr<ProductBlocks> blocks_;
 };
 
 //! One episode of one task.

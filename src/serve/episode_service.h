@@ -160,7 +160,12 @@ class EpisodeService {
   ServiceOptions options_;
   RecordSinks sinks_;
   mutable std::shared_mutex mu_;  // guards slots_ (each Slot has its own lock for its episode)
-  std::unordered_map<std::string, std::shared_ptr<Slot>> slots_;
+  // Looked up by the string_view a request carries, without making a string of it.
+  struct IdHash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view id) const { return std::hash<std::string_view>{}(id); }
+  };
+  std::unordered_map<std::string, std::shared_ptr<Slot>, IdHash, std::equal_to<>> slots_;
   std::mutex claims_mu_;  // guards claims_
   std::set<std::tuple<const runner::RunDirectory*, std::string, int>> claims_;  // (dir, task, trial) being played
   std::map<std::pair<const runner::RunDirectory*, std::string>, int> next_trial_hint_;  // for "trial": "next"
