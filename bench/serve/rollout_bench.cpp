@@ -120,7 +120,10 @@ std::size_t total_steps() {
   return n;
 }
 
-double in_process_run(const Context&, std::vector<Extra>& extras) {
+// Plays every episode on two threads in-process, `play(front, i)` playing episode i and saying whether it ended
+// with its recorded reward; returns the wall seconds and counts the wrong endings.
+template <class Play>
+double play_in_process(Play play) {
   serve::EpisodeService service(*world.env.environment, service_options());
   serve::OpenEnvFrontEnd front(service, *world.ds, {});
   std::atomic<std::size_t> next{0}, wrong{0};
@@ -128,16 +131,24 @@ double in_process_run(const Context&, std::vector<Extra>& extras) {
   std::vector<std::thread> threads;
   for (int t = 0; t < 2; ++t)
     threads.emplace_back([&] {
-      for (std::size_t i; (i = next++) < world.episodes.size();) {
-        Json answer = front.reset(world.resets[i]);
-        const std::string id = answer["observation"]["episode_id"];
-        for (const Json& action : world.steps[i]) answer = front.step({{"episode_id", id}, {"action", action}});
-        if (!answer["done"].get<bool>() || answer["reward"].get<double>() != world.episodes[i].expected_reward) ++wrong;
-      }
+      auto session = front.open_session();  // for the message-level run; the other ignores it
+      session->on_open();
+      for (std::size_t i; (i = next++) < world.episodes.size();)
+        if (!play(front, *session, i)) ++wrong;
+      session->on_end();
     });
   for (auto& t : threads) t.join();
-  double seconds = clock.seconds();
   world.last_in_process_wrong = wrong;
+  return clock.seconds();
+}
+
+double in_process_run(const Context&, std::vector<Extra>& extras) {
+  double seconds = play_in_process([](serve::OpenEnvFrontEnd& front, serve::WsSession&, std::size_t i) {
+    Json answer = front.reset(world.resets[i]);
+    const std::string id = answer["observation"]["episode_id"];
+    for (const Json& action : world.steps[i]) answer = front.step({{"episode_id", id}, {"action", action}});
+    return answer["done"].get<bool>() && answer["reward"].get<double>() == world.episodes[i].expected_reward;
+  });
   world.in_process_steps_per_s = static_cast<double>(total_steps()) / seconds;
   extras.push_back({"steps_per_s", world.in_process_steps_per_s, "/s"});
   extras.push_back({"episodes_per_s", static_cast<double>(world.episodes.size()) / seconds, "/s"});
@@ -148,32 +159,18 @@ double in_process_run(const Context&, std::vector<Extra>& extras) {
 // The same messages through the OpenEnv WebSocket session's own handling in-process: texts parsed and answers
 // written, as the server does, with no socket between them.
 double in_process_messages_run(const Context&, std::vector<Extra>& extras) {
-  serve::EpisodeService service(*world.env.environment, service_options());
-  serve::OpenEnvFrontEnd front(service, *world.ds, {});
-  std::atomic<std::size_t> next{0}, wrong{0};
-  Stopwatch clock;
-  std::vector<std::thread> threads;
-  for (int t = 0; t < 2; ++t)
-    threads.emplace_back([&] {
-      auto session = front.open_session();
-      session->on_open();
-      for (std::size_t i; (i = next++) < world.episodes.size();) {
-        const ScriptedEpisode& e = world.episodes[i];
-        serve::WsReply answer = session->on_message(e.reset);
-        for (const std::string& step : e.steps) answer = session->on_message(step);
-        // The last answer's done and reward, read without parsing the whole text (the server writes keys sorted:
-        // {"data":{"done":…,"observation":{…},"reward":…},"type":"observation"}).
-        const std::string& text = answer.text;
-        const bool done = text.compare(0, 16, R"({"data":{"done":)") == 0 && text.compare(16, 4, "true") == 0;
-        const std::size_t at = text.rfind(R"("reward":)");
-        const double reward = at == std::string::npos ? -1 : std::strtod(text.c_str() + at + 9, nullptr);
-        if (!done || reward != e.expected_reward) ++wrong;
-      }
-      session->on_end();
-    });
-  for (auto& t : threads) t.join();
-  double seconds = clock.seconds();
-  world.last_in_process_wrong = wrong;
+  double seconds = play_in_process([](serve::OpenEnvFrontEnd&, serve::WsSession& session, std::size_t i) {
+    const ScriptedEpisode& e = world.episodes[i];
+    serve::WsReply answer = session.on_message(e.reset);
+    for (const std::string& step : e.steps) answer = session.on_message(step);
+    // The last answer's done and reward, read without parsing the whole text (the server writes keys sorted:
+    // {"data":{"done":…,"observation":{…},"reward":…},"type":"observation"}).
+    const std::string& text = answer.text;
+    const bool done = text.compare(0, 16, R"({"data":{"done":)") == 0 && text.compare(16, 4, "true") == 0;
+    const std::size_t at = text.rfind(R"("reward":)");
+    const double reward = at == std::string::npos ? -1 : std::strtod(text.c_str() + at + 9, nullptr);
+    return done && reward == e.expected_reward;
+  });
   world.in_process_messages_steps_per_s = static_cast<double>(total_steps()) / seconds;
   extras.push_back({"steps_per_s", world.in_process_messages_steps_per_s, "/s"});
   return seconds;
