@@ -1,5 +1,6 @@
 #include "bench.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -34,6 +35,13 @@ std::filesystem::path full_dataset_dir(const Context& ctx) {
   data::synthesize_to(o, dir);
   std::ofstream(dir / ".complete") << marker;
   return dir;
+}
+
+double percentile(std::vector<double> v, double p) {
+  if (v.empty()) return 0;
+  std::size_t k = std::min(v.size() - 1, static_cast<std::size_t>(p * static_cast<double>(v.size())));
+  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(k), v.end());
+  return v[k];
 }
 
 std::string run_capture(const std::string& cmd) {

@@ -40,6 +40,9 @@ std::vector<Benchmark>& registry();
 //! by every benchmark that needs it.
 std::filesystem::path full_dataset_dir(const Context& ctx);
 
+//! The p-quantile (0..1) of `values` (the value at rank floor(p * n)); 0 for none.
+double percentile(std::vector<double> values, double p);
+
 //! Runs a shell command and returns its standard output; throws if it cannot be started.
 std::string run_capture(const std::string& cmd);
 

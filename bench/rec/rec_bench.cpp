@@ -61,11 +61,6 @@ std::vector<std::vector<std::string>> make_inputs(const data::Dataset& ds, int n
   return inputs;
 }
 
-double percentile(std::vector<double> v, double p) {
-  std::sort(v.begin(), v.end());
-  return v[static_cast<std::size_t>(std::min<double>(v.size() - 1, p * v.size()))];
-}
-
 std::unique_ptr<rec::Recommender> recommender;
 std::vector<std::vector<std::string>> inputs;
 std::size_t last_result_size = 0;

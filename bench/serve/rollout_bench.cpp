@@ -41,7 +41,7 @@ using Json = nlohmann::json;
 namespace {
 
 constexpr int kSessions = 1000;
-constexpr int kPasses = 3;  // the episode list played this many times per run (~40,000 steps)
+constexpr int kPasses = 3;  // the episode list played this many times per run (~31,000 steps)
 constexpr double kThinkMeanS = 0.18;
 
 struct World {
@@ -180,13 +180,6 @@ std::string in_process_check(const Context&) {
   if (world.last_in_process_wrong)
     return fmt::format("{} episodes ended with another reward than their pwab run record", world.last_in_process_wrong);
   return {};
-}
-
-double percentile(std::vector<double> v, double p) {
-  if (v.empty()) return 0;
-  std::size_t k = std::min(v.size() - 1, static_cast<std::size_t>(p * static_cast<double>(v.size())));
-  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(k), v.end());
-  return v[k];
 }
 
 double served_run(const Context& ctx, double think_mean_s, bool recorded, std::vector<Extra>& extras) {

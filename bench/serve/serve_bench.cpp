@@ -68,13 +68,6 @@ Json action(int i, const std::string& last_observation) {
   }
 }
 
-double percentile(std::vector<double>& v, double p) {
-  if (v.empty()) return 0;
-  std::size_t k = std::min(v.size() - 1, static_cast<std::size_t>(p * static_cast<double>(v.size())));
-  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(k), v.end());
-  return v[k];
-}
-
 double serve_run(const Context&, std::vector<Extra>& extras) {
   serve::EpisodeService service(*state.environment, {});
   serve::HttpOptions http;
