@@ -18,7 +18,15 @@ trains (pwab.rl.config).
 """
 
 from pwab.rl.config import configure
-from pwab.rl.dataset import render_history, task_rows
 from pwab.rl.parse import completion_text, parse_action_text
+
+
+def __getattr__(name):
+    # pwab.rl.dataset is also a command (python3 -m pwab.rl.dataset): imported on first use only, so that running
+    # it does not find it already imported by the package.
+    if name in ("render_history", "task_rows"):
+        from pwab.rl import dataset
+        return getattr(dataset, name)
+    raise AttributeError(f"module 'pwab.rl' has no attribute {name!r}")
 
 __all__ = ["completion_text", "configure", "parse_action_text", "render_history", "task_rows"]
