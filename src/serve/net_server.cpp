@@ -260,12 +260,14 @@ class WsConnection final : public Closable, public std::enable_shared_from_this<
     });
   }
 
+  // A session answers its own errors in its protocol's shape; one that throws anyway has lost its footing, and the
+  // connection is closed with 1011 (internal error) rather than answered in a shape this layer would have to guess.
   WsReply answer(std::string_view message) {
     try {
       return session_->on_message(message);
-    } catch (const std::exception& e) {
-      return {nlohmann::json{{"type", "error"}, {"data", {{"message", e.what()}, {"code", "EXECUTION_ERROR"}}}}.dump(),
-              false};
+    } catch (...) {
+      failed_ = true;
+      return {"", true};
     }
   }
 
@@ -282,7 +284,8 @@ class WsConnection final : public Closable, public std::enable_shared_from_this<
   }
 
   void close() {
-    ws_.async_close(websocket::close_code::normal, [self = shared_from_this()](error_code) { self->end(); });
+    ws_.async_close(failed_ ? websocket::close_code::internal_error : websocket::close_code::normal,
+                    [self = shared_from_this()](error_code) { self->end(); });
   }
 
   void end() {
@@ -298,6 +301,7 @@ class WsConnection final : public Closable, public std::enable_shared_from_this<
   std::string out_;
   uint64_t id_ = 0;
   bool ended_ = false;
+  bool failed_ = false;  // the session threw: close with 1011
 };
 
 class HttpConnection final : public Closable, public std::enable_shared_from_this<HttpConnection> {

@@ -40,7 +40,8 @@ class WsSession {
   virtual std::optional<WsReply> on_open() { return std::nullopt; }
   //! Whether answering `message` may wait (then it runs on the blocking pool).
   virtual bool blocks(std::string_view message) const { (void)message; return false; }
-  //! One whole text (or binary) message.
+  //! One whole text (or binary) message. Refusals are answers in the session's own protocol; an exception closes
+  //! the connection with 1011 (internal error).
   virtual WsReply on_message(std::string_view message) = 0;
   //! The connection is over, however it ended (a close, the peer gone, a protocol error, the server stopping).
   //! Called once, after the last on_message.
