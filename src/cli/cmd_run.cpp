@@ -18,6 +18,7 @@
 #include "core/error.h"
 #include "core/sys.h"
 #include "metrics/metrics.h"
+#include "report/diagnosis.h"
 #include "report/runs.h"
 #include "runner/benchmark.h"
 #include "runner/rescore.h"
@@ -25,6 +26,27 @@
 #include "runner/run.h"
 
 namespace pwab::cli {
+namespace {
+
+//! The diagnosis of `run` against DATA, with a warning when the run was not made on that dataset.
+report::Diagnosis diagnose_with_dataset(const report::Run& run, const data::Dataset& ds, const std::string& dir,
+                                        const metrics::PassRule& rule, const metrics::BootstrapOptions& bootstrap) {
+  if (const std::string fingerprint = runner::dataset_fingerprint(dir); fingerprint != run.manifest.dataset_fingerprint)
+    std::cerr << fmt::format("pwab: warning: {} was not made on {} (dataset fingerprint {} vs {})\n", run.dir.string(),
+                             dir, run.manifest.dataset_fingerprint, fingerprint);
+  report::DiagnosisOptions options;
+  options.rule = rule;
+  options.bootstrap = bootstrap;
+  return report::diagnose(run, ds, options);
+}
+
+report::Diagnosis diagnose_with_data(const report::Run& run, const std::string& dir, const metrics::PassRule& rule,
+                                     const metrics::BootstrapOptions& bootstrap) {
+  return diagnose_with_dataset(run, load_data(dir), dir, rule, bootstrap);
+}
+
+}  // namespace
+
 namespace {
 
 // Ctrl-C asks the workers to stop taking tasks; the episodes in flight finish and are recorded. A second
@@ -192,7 +214,7 @@ void add_run_commands(CLI::App& app) {
   run->callback([a] { run_command(*a); });
 
   struct ScoreArgs {
-    std::string dir, format = "table", pass_threshold;
+    std::string dir, format = "table", pass_threshold, data, records_out;
     int resamples = 1000;
     double confidence = 0.95;
     uint64_t seed = 1;
@@ -205,20 +227,31 @@ void add_run_commands(CLI::App& app) {
   score->add_option("--confidence", s->confidence, "Interval level")->capture_default_str()->check(CLI::Range(0.5, 0.999));
   score->add_option("--seed", s->seed, "Bootstrap seed")->capture_default_str();
   score->add_option("--pass-threshold", s->pass_threshold,
-                    "With trials: a trial passes at F = 1, R > 0 and R >= T; T or TYPE=T,... (default " +
-                        metrics::PassRule{}.to_string() + ")");
+                    "A trial passes at F = 1, R > 0 and R >= T (pass^k, and 'solved' in the diagnosis); T or "
+                    "TYPE=T,... (default " + metrics::PassRule{}.to_string() + ")");
+  score->add_option("--data", s->data,
+                    "The run's dataset: adds the diagnosis (failure categories, user leaks, personalization)");
+  score->add_option("--records-out", s->records_out, "With --data: write each record's diagnosis here (JSONL)");
   score->callback([s] {
     auto run = report::read_run(s->dir);
     auto rule = s->pass_threshold.empty() ? metrics::PassRule{} : metrics::PassRule::parse(s->pass_threshold);
-    auto summary = metrics::summarize(run.outcomes, {s->resamples, s->confidence, s->seed}, rule);
-    std::cout << report::render_summary(summary, run, s->format);
+    const metrics::BootstrapOptions bootstrap{s->resamples, s->confidence, s->seed};
+    auto summary = metrics::summarize(run.outcomes, bootstrap, rule);
+    std::optional<report::Diagnosis> diagnosis;
+    if (!s->data.empty()) {
+      diagnosis = diagnose_with_data(run, s->data, rule, bootstrap);
+      if (!s->records_out.empty()) write_file_atomic(s->records_out, report::diagnosis_records_jsonl(*diagnosis));
+    } else if (!s->records_out.empty()) {
+      throw UsageError("--records-out needs --data (the diagnosis reads the dataset)");
+    }
+    std::cout << report::render_summary(summary, run, s->format, diagnosis ? &*diagnosis : nullptr);
     if (run.n_errored)
       std::cerr << fmt::format("pwab: {} errored tasks are not scored; `pwab run ... --resume` retries them\n",
                                run.n_errored);
   });
 
   struct CompareArgs {
-    std::string a, b;
+    std::string a, b, data;
     int resamples = 1000;
     uint64_t seed = 1;
   };
@@ -228,14 +261,25 @@ void add_run_commands(CLI::App& app) {
   compare->add_option("run_b", c->b, "Run directory B")->required();
   compare->add_option("--bootstrap", c->resamples, "Bootstrap resamples")->capture_default_str();
   compare->add_option("--seed", c->seed, "Bootstrap seed")->capture_default_str();
+  compare->add_option("--data", c->data,
+                      "The runs' dataset: adds how tasks moved between failure categories and the personalization "
+                      "difference");
   compare->callback([c] {
     auto ra = report::read_run(c->a), rb = report::read_run(c->b);
     if (ra.manifest.dataset_fingerprint != rb.manifest.dataset_fingerprint)
       std::cerr << "pwab: warning: the runs used different datasets; only tasks with the same key are paired\n";
     if (ra.embedder != rb.embedder)
       std::cerr << "pwab: warning: the runs used different embedders, so review R. Acc is not comparable\n";
-    auto cmp = metrics::compare(ra.outcomes, rb.outcomes, {c->resamples, 0.95, c->seed});
+    const metrics::BootstrapOptions bootstrap{c->resamples, 0.95, c->seed};
+    auto cmp = metrics::compare(ra.outcomes, rb.outcomes, bootstrap);
     std::cout << metrics::format_comparison(cmp, ra.title + " [A]", rb.title + " [B]");
+    if (!c->data.empty()) {
+      const data::Dataset ds = load_data(c->data);
+      auto da = diagnose_with_dataset(ra, ds, c->data, {}, bootstrap);
+      auto db = diagnose_with_dataset(rb, ds, c->data, {}, bootstrap);
+      std::cout << report::format_diagnosis_comparison(report::compare_diagnoses(da, db, bootstrap), ra.title + " [A]",
+                                                       rb.title + " [B]");
+    }
   });
 
   struct MergeArgs {

@@ -115,6 +115,14 @@ Cell interval(double value, std::vector<double>& draws, double confidence) {
   return {value, percentile(draws, alpha / 2), percentile(draws, 1 - alpha / 2)};
 }
 
+}  // namespace
+
+Cell percentile_interval(double value, std::vector<double> draws, double confidence) {
+  return interval(value, draws, confidence);
+}
+
+namespace {
+
 // Group ids used to derive an independent random stream per group: the three types, then overall.
 constexpr uint64_t kOverallGroup = 3;
 // Stream ids, so a summary, a comparison and the trial figures with the same seed do not share draws.

@@ -170,6 +170,11 @@ Comparison compare(const std::vector<TaskOutcome>& a, const std::vector<TaskOutc
 //! as in the paper's Tables 3 and 4. CSV and JSON always carry every metric.
 using Track = env::Track;  // one enum for agents, runner and tables (env/track.h)
 
+//! The percentile interval of bootstrap `draws` (sorted here) around `value`, interpolating linearly between order
+//! statistics as every interval of this area does; no draws gives [value, value]. For other areas' bootstraps
+//! (report/diagnosis.h), so all intervals are read the same way.
+Cell percentile_interval(double value, std::vector<double> draws, double confidence);
+
 //! One cell as every table rendering shows it: "0.647 [0.61, 0.68]" (value to 3 decimals, interval to 2).
 std::string format_cell(const Cell& cell);
 //! A difference as format_comparison shows it: "+0.012 [-0.01, 0.03]".

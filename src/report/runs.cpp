@@ -6,6 +6,7 @@
 #include "core/error.h"
 #include "core/sys.h"
 #include "report/analysis.h"
+#include "report/diagnosis.h"
 #include "runner/results.h"
 
 namespace pwab::report {
@@ -60,16 +61,19 @@ Run read_run(const std::filesystem::path& dir) {
   return run;
 }
 
-std::string render_summary(const metrics::Summary& s, const Run& run, const std::string& format) {
+std::string render_summary(const metrics::Summary& s, const Run& run, const std::string& format,
+                           const Diagnosis* diagnosis) {
   const std::string embedder_note = "Review similarity: " + run.embedder + " embedder.\n";
-  if (format == "table") return metrics::format_table(s, run.title, run.track) + embedder_note;
+  const std::string diagnosis_md = diagnosis ? diagnosis_markdown(*diagnosis) : "";
+  if (format == "table") return metrics::format_table(s, run.title, run.track) + embedder_note + diagnosis_md;
   if (format == "md")
     return metrics::format_markdown(s, run.title, run.track) + "\n" + embedder_note +
-           analysis_markdown(analyze(run, s.trials.rule));
+           analysis_markdown(analyze(run, s.trials.rule)) + diagnosis_md;
   if (format == "csv") return metrics::format_csv(s);
   if (format == "json") {
     Json j = Json::parse(metrics::format_json(s));
     j["analysis"] = Json::parse(analysis_json(analyze(run, s.trials.rule)));
+    if (diagnosis) j["diagnosis"] = Json::parse(diagnosis_json(*diagnosis));
     return j.dump(2) + "\n";
   }
   throw UsageError("--format must be table, md, csv or json, got '" + format + "'");

@@ -12,6 +12,8 @@
 
 namespace pwab::report {
 
+struct Diagnosis;  // report/diagnosis.h
+
 struct Run {
   std::filesystem::path dir;
   runner::RunManifest manifest;
@@ -37,8 +39,11 @@ std::string run_embedder(const runner::RunManifest& manifest);
 //! A run's summary as `pwab score --format` prints it: "table" and "md" (the paper's layout for the run's track,
 //! followed by the embedder that scored reviews: review R. Acc compares only across runs with the same one),
 //! "csv" or "json". "md" and "json" add the analysis figures (analysis.h: time per task; for multi-turn runs the
-//! action transitions and the results by step), "json" as its "analysis" object. UsageError for another format.
-std::string render_summary(const metrics::Summary& summary, const Run& run, const std::string& format);
+//! action transitions and the results by step), "json" as its "analysis" object. With a `diagnosis` (computed with
+//! the dataset: `pwab score --data`), "table" and "md" add its tables and "json" its "diagnosis" object
+//! (diagnosis.h). UsageError for another format.
+std::string render_summary(const metrics::Summary& summary, const Run& run, const std::string& format,
+                           const Diagnosis* diagnosis = nullptr);
 //! Writes summary.{md,csv,json} beside the records (derived files: `pwab score` rebuilds them) and returns the
 //! summary as a table.
 std::string write_summaries(const std::filesystem::path& dir, const metrics::BootstrapOptions& bootstrap = {});

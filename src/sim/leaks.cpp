@@ -1,0 +1,82 @@
+// The leak checks of sim/leaks.h.
+#include "sim/leaks.h"
+
+#include <algorithm>
+#include <cctype>
+#include <string_view>
+#include <unordered_map>
+
+#include "core/text.h"
+
+namespace pwab::sim {
+
+std::vector<std::string> leak_words(std::string_view text) {
+  std::vector<std::string> out;
+  std::string cur;
+  for (char c : text) {
+    auto u = static_cast<unsigned char>(c);
+    if (std::isalnum(u) || u >= 0x80) {
+      cur += static_cast<char>(std::tolower(u));
+    } else if (!cur.empty()) {
+      out.push_back(std::move(cur));
+      cur.clear();
+    }
+  }
+  if (!cur.empty()) out.push_back(std::move(cur));
+  return out;
+}
+
+std::string shared_run(const std::vector<std::string>& text, const std::vector<std::string>& source, int n) {
+  if (source.empty() || text.empty() || n < 1) return "";
+  const std::size_t len = std::min<std::size_t>(static_cast<std::size_t>(n), source.size());
+  if (text.size() < len) return "";
+  // Index the source's windows by their first word so each text position only tries windows that can match.
+  std::unordered_map<std::string_view, std::vector<std::size_t>> starts;
+  for (std::size_t i = 0; i + len <= source.size(); ++i) starts[source[i]].push_back(i);
+  for (std::size_t j = 0; j + len <= text.size(); ++j) {
+    auto it = starts.find(text[j]);
+    if (it == starts.end()) continue;
+    for (std::size_t i : it->second)
+      if (std::equal(source.begin() + i, source.begin() + i + len, text.begin() + j)) {
+        std::vector<std::string> run(text.begin() + j, text.begin() + j + len);
+        return join(run, " ");
+      }
+  }
+  return "";
+}
+
+Leak find_leak(std::string_view reply, const data::Dataset& ds, const data::Task& task, const LeakRule& rule) {
+  Leak leak;
+  if (reply.empty() || reply == "###STOP###") return leak;
+  const std::vector<std::string> words = leak_words(reply);
+  if (task.type == data::TaskType::kReview) {
+    for (std::string_view part : {std::string_view(task.target_review.text), std::string_view(task.target_review.title)}) {
+      std::string run = shared_run(words, leak_words(part), rule.review_words);
+      // A review title shorter than the rule (e.g. "Five Stars") is common phrasing, not a quote.
+      if (!run.empty() && leak_words(part).size() >= static_cast<std::size_t>(rule.review_words)) {
+        leak.review = true;
+        leak.evidence = run;
+        break;
+      }
+    }
+    return leak;
+  }
+  const data::Product& target = ds.product(task.target_product);
+  if (!target.parent_asin.empty()) {
+    const std::string asin = ascii_lower(target.parent_asin);
+    for (const auto& w : words)
+      if (w == asin) {
+        leak.asin = true;
+        leak.evidence = target.parent_asin;
+        break;
+      }
+  }
+  std::string run = shared_run(words, leak_words(target.title), rule.title_words);
+  if (!run.empty()) {
+    leak.title = true;
+    if (leak.evidence.empty()) leak.evidence = run;
+  }
+  return leak;
+}
+
+}  // namespace pwab::sim
