@@ -4,8 +4,8 @@
 #   make demo       the main job on the embedded synthetic data
 #   make bench      benchmarks (B=regex filters); results in build/bench/
 #   make fuzz       libFuzzer on the parsers of outside input for FUZZ_SECONDS (default 60) with clang
-#   make debug | deps | format | clean
-.PHONY: all release debug test demo bench fuzz deps format clean
+#   make debug | deps | clean
+.PHONY: all release debug test demo bench fuzz deps clean
 
 GENERATOR := $(shell command -v ninja >/dev/null 2>&1 && echo "-G Ninja")
 JOBS ?= $(shell nproc)
@@ -60,9 +60,6 @@ fuzz:
 		-DCMAKE_BUILD_TYPE=RelWithDebInfo -DPWAB_FUZZ=ON -DPWAB_WITH_TORCH=OFF $(LAUNCHER); fi
 	@cmake --build build/fuzz -j $(JOBS) --target fuzz_all
 	@scripts/fuzz.sh build/fuzz $(FUZZ_SECONDS)
-
-format:
-	@find src test bench fuzz -name '*.cpp' -o -name '*.h' | xargs clang-format -i
 
 clean:
 	rm -rf build

@@ -142,6 +142,17 @@ class InstallTest(unittest.TestCase):
         self.assertEqual(check.returncode, 0, check.stderr)
         self.assertTrue(check.stdout.startswith("0.1.0 " + target), check.stdout)
 
+    def test_an_in_tree_install_leaves_the_checkout_clean(self):
+        # pip builds in the source folder: what it leaves there (build/, pwab.egg-info/) must be ignored by git.
+        source = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        repo = os.path.dirname(source)
+        if shutil.which("git") is None or not os.path.isdir(os.path.join(repo, ".git")):
+            self.skipTest("not a git checkout")
+        left = [os.path.join("python", "build", "lib", "pwab", "__init__.py"),
+                os.path.join("python", "pwab.egg-info", "PKG-INFO")]
+        out = subprocess.run(["git", "-C", repo, "check-ignore", "--no-index", *left], capture_output=True, text=True)
+        self.assertEqual(sorted(out.stdout.split()), sorted(left), out.stderr)
+
 
 if __name__ == "__main__":
     unittest.main()
