@@ -19,7 +19,7 @@ void add_submit_commands(CLI::App& app) {
 
   struct PrepareArgs {
     std::vector<std::string> runs;
-    std::string out, description_file;
+    std::string out, description_file, data;
     runner::SubmissionInfo info;
   };
   auto p = std::make_shared<PrepareArgs>();
@@ -36,8 +36,10 @@ void add_submit_commands(CLI::App& app) {
   prepare->add_option("--confidence", p->info.bootstrap.confidence, "Interval level")->capture_default_str()
       ->check(CLI::Range(0.5, 0.999));
   prepare->add_option("--seed", p->info.bootstrap.seed, "Bootstrap seed")->capture_default_str();
+  prepare->add_option("--data", p->data, "The runs' dataset: also claim each run's diagnosis (verify recomputes it)");
   prepare->callback([p] {
     if (!p->description_file.empty()) p->info.description = read_file(p->description_file);
+    p->info.data = p->data;
     std::vector<std::filesystem::path> runs(p->runs.begin(), p->runs.end());
     runner::prepare_submission(runs, p->out, p->info);
     std::cout << read_file(std::filesystem::path(p->out) / "summary.md");

@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <map>
+#include <optional>
 #include <set>
 #include <nlohmann/json.hpp>
 
@@ -15,6 +16,8 @@
 #include "core/sys.h"
 #include "core/version.h"
 #include "env/tools.h"
+#include "data/loader.h"
+#include "report/diagnosis.h"
 #include "report/report.h"
 #include "report/runs.h"
 #include "runner/rescore.h"
@@ -187,9 +190,40 @@ metrics::Summary recompute(const std::vector<metrics::TaskOutcome>& outcomes, co
   return metrics::summarize(outcomes, bootstrap, rule);
 }
 
+// The diagnosis options a claim was made with: its pass rule and leak rule, and the scores' bootstrap settings.
+report::DiagnosisOptions diagnosis_options(const Json& diagnosis, const metrics::BootstrapOptions& bootstrap) {
+  report::DiagnosisOptions o;
+  o.bootstrap = bootstrap;
+  if (diagnosis.contains("pass_rule") && diagnosis["pass_rule"].is_object()) {
+    std::string text;
+    for (const auto& [type, threshold] : diagnosis["pass_rule"].items())
+      if (threshold.is_number()) text += (text.empty() ? "" : ",") + type + "=" + threshold.dump();
+    if (!text.empty()) o.rule = metrics::PassRule::parse(text);
+  }
+  if (diagnosis.contains("leak_rule") && diagnosis["leak_rule"].is_object()) {
+    o.leak.title_words = diagnosis["leak_rule"].value("title_words", o.leak.title_words);
+    o.leak.review_words = diagnosis["leak_rule"].value("review_words", o.leak.review_words);
+  }
+  return o;
+}
+
+//! The dataset, loaded on first use (only bundles that claim a diagnosis need it).
+class LazyDataset {
+ public:
+  explicit LazyDataset(fs::path dir) : dir_(std::move(dir)) {}
+  const data::Dataset& get() {
+    if (!ds_) ds_ = data::load_dataset(dir_);
+    return *ds_;
+  }
+
+ private:
+  fs::path dir_;
+  std::optional<data::Dataset> ds_;
+};
+
 // Checks one run of the bundle; fills the verdict (failure empty when it verified).
 void verify_run(const fs::path& bundle, const Json& claim, const VerifyOptions& options,
-                const std::string& data_fingerprint, const fs::path& work, RunVerdict& verdict,
+                const std::string& data_fingerprint, const fs::path& work, LazyDataset& dataset, RunVerdict& verdict,
                 std::vector<std::string>& notes) {
   const std::string where = (bundle / kSubmissionFile).string();
   verdict.name = string_field(claim, "dir", where);
@@ -259,6 +293,16 @@ void verify_run(const fs::path& bundle, const Json& claim, const VerifyOptions& 
   const Json computed = Json::parse(metrics::format_json(recompute(replayed.outcomes, claim["scores"])));
   if (auto d = first_json_difference(claim["scores"], computed, options.tolerance); !d.empty())
     return fail("scores " + d);
+  if (claim.contains("diagnosis") && claim["diagnosis"].is_object()) {
+    const metrics::Summary claimed_summary = recompute(replayed.outcomes, claim["scores"]);
+    const report::Diagnosis diagnosis = report::diagnose(
+        replayed, dataset.get(), diagnosis_options(claim["diagnosis"], claimed_summary.bootstrap));
+    const Json recomputed = Json::parse(report::diagnosis_json(diagnosis));
+    if (auto d = first_json_difference(claim["diagnosis"], recomputed, options.tolerance); !d.empty())
+      return fail("diagnosis " + d);
+  } else {
+    notes.push_back(verdict.name + ": claims no diagnosis (prepared without --data)");
+  }
   if (options.require_complete && verdict.tasks < verdict.split_tasks)
     return fail(fmt::format("covers {} of the {} tasks of its split (--require-complete)", verdict.tasks,
                             verdict.split_tasks));
@@ -291,6 +335,9 @@ void prepare_submission(const std::vector<fs::path>& runs, const fs::path& out, 
                  {"description", info.description},
                  {"runs", Json::array()}};
   std::string summary_md = fmt::format("# {}\n\n{}\n", info.model, info.description);
+  std::optional<data::Dataset> ds;
+  if (!info.data.empty()) ds = data::load_dataset(info.data);
+  const std::string data_fingerprint = info.data.empty() ? "" : dataset_fingerprint(info.data);
   for (std::size_t k = 0; k < read.size(); ++k) {
     const report::Run& run = read[k];
     const std::string name = fmt::format("runs/{}", k + 1);
@@ -309,9 +356,19 @@ void prepare_submission(const std::vector<fs::path>& runs, const fs::path& out, 
                               {"records", run.records.size()},
                               {"records_hash", to_hex(hash_bytes(records))},
                               {"scores", Json::parse(metrics::format_json(summary))}});
+    std::optional<report::Diagnosis> diagnosis;
+    if (ds) {
+      if (run.manifest.dataset_fingerprint != data_fingerprint)
+        throw UsageError(fmt::format("{} was made on dataset {}, but --data {} is {}", run.dir.string(),
+                                     run.manifest.dataset_fingerprint, info.data.string(), data_fingerprint));
+      report::DiagnosisOptions options;
+      options.bootstrap = info.bootstrap;
+      diagnosis = report::diagnose(run, *ds, options);
+      bundle["runs"].back()["diagnosis"] = Json::parse(report::diagnosis_json(*diagnosis));
+    }
     summary_md += fmt::format("\n## Run {}: {}, {}-turn track\n\n{}", k + 1, run.title,
                               run.track == metrics::Track::kSingleTurn ? "single" : "multi",
-                              report::render_summary(summary, run, "md"));
+                              report::render_summary(summary, run, "md", diagnosis ? &*diagnosis : nullptr));
   }
   write_file_atomic(out / "summary.md", summary_md);
   // submission.json last: a bundle without it is visibly unfinished.
@@ -345,10 +402,11 @@ VerifyReport verify_submission(const fs::path& bundle, const VerifyOptions& opti
   report.model = string_field(claim, "model", file.string());
   const std::string data_fingerprint = dataset_fingerprint(options.data);
   WorkDir work(options.work_dir);
+  LazyDataset dataset(options.data);
   for (const Json& run : claim["runs"]) {
     if (!run.is_object()) throw DataError(file.string() + ": an entry of \"runs\" is not an object");
     RunVerdict verdict;
-    verify_run(bundle, run, options, data_fingerprint, work.path(), verdict, report.notes);
+    verify_run(bundle, run, options, data_fingerprint, work.path(), dataset, verdict, report.notes);
     report.runs.push_back(std::move(verdict));
   }
   return report;

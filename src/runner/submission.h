@@ -25,6 +25,9 @@ struct SubmissionInfo {
   std::string model;        //!< the model behind the agent, as the leaderboard should name it (required)
   std::string description;  //!< free text: method, prompts, training data, links
   metrics::BootstrapOptions bootstrap;  //!< the claimed scores' intervals (the defaults are `pwab score`'s)
+  //! The runs' dataset. When set, each run also claims its diagnosis (failure categories, user leaks, personalization:
+  //! `pwab score --data`'s "diagnosis"), which verify recomputes from the re-scored records.
+  std::filesystem::path data;
 };
 
 //! Writes the bundle for `runs` (at least one) into `out`, which must not exist or be empty (UsageError). A run
