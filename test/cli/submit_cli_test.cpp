@@ -134,6 +134,34 @@ TEST_F(SubmitCli, AChangedClaimIsNamed) {
       << err;
 }
 
+TEST_F(SubmitCli, TheDiagnosisIsClaimedAndRecomputed) {
+  // Prepared with --data, each run also claims `pwab score --data --format json`'s diagnosis; verify recomputes it
+  // from the re-scored records, and a changed count is named.
+  const std::string bundle = path("bundle-diag");
+  std::string out, err;
+  ASSERT_EQ(run_pwab("submit prepare " + path("st") + " " + path("mt") + " --out " + bundle + " --model m --data " +
+                         data_,
+                     &out, &err),
+            0)
+      << err;
+  EXPECT_TRUE(has(out, "## Why tasks fail")) << out;
+  Json claim = Json::parse(read_text(fs::path(bundle) / "submission.json"));
+  for (int k : {0, 1}) {
+    std::string score;
+    ASSERT_EQ(run_pwab("score " + path(k == 0 ? "st" : "mt") + " --data " + data_ + " --format json", &score), 0);
+    EXPECT_EQ(claim["runs"][k]["diagnosis"], Json::parse(score)["diagnosis"]) << k;
+  }
+  EXPECT_TRUE(claim["runs"][1]["diagnosis"].contains("leaks"));  // multi-turn
+  ASSERT_EQ(verify(bundle, &out, &err), 0) << out << err;
+  EXPECT_FALSE(has(err + out, "claims no diagnosis")) << out << err;
+
+  claim["runs"][1]["diagnosis"]["leaks"]["overall"]["replies"] = 1;
+  write_text(fs::path(bundle) / "submission.json", claim.dump(2));
+  EXPECT_EQ(verify(bundle, &out, &err), 1);
+  EXPECT_TRUE(has(err, "runs/2 (heuristic (taskspec)): diagnosis leaks.overall.replies: claimed 1, the records give"))
+      << err;
+}
+
 TEST_F(SubmitCli, ChangedRecordsAreCaughtEvenWithTheHashFixed) {
   std::string out, err;
   {  // Edited without fixing the hash: the file is not the one prepared.
