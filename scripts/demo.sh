@@ -38,7 +38,7 @@ step "multi-turn track (Table 4): heuristic agent + scripted user simulator, tes
 "$pwab" run --data "$data" --track multi --agent heuristic --seed 1 --out "$runs/multi"
 step "the same single-turn run without memory, compared with the first (paired differences)"
 "$pwab" run --data "$data" --track single --agent heuristic --memory none --seed 1 --out "$runs/single-none" --quiet >/dev/null
-"$pwab" compare "$runs/single-none" "$runs/single"
+"$pwab" compare "$runs/single-none" "$runs/single" --data "$data"
 
 step "the report: scores, charts, the paper's analysis figures and every trajectory, in one HTML page"
 report=$runs/report.html

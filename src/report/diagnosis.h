@@ -23,7 +23,9 @@
 
 namespace pwab::report {
 
-//! The primary category of a (task, trial): exactly one per record, the first that applies in this order.
+//! The primary category of a (task, trial): exactly one per record, the first that applies in the order infra error,
+//! solved, the three "no task function called" endings, wrong function, tool error, then the type's own categories
+//! (docs/metrics.md "Failure categories").
 enum class Failure : uint8_t {
   kSolved,                 //!< passes the run's pass rule (metrics::passes)
   kInfraError,             //!< the record errored (not the agent's fault; not scored)
