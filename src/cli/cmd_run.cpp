@@ -319,7 +319,8 @@ void add_run_commands(CLI::App& app) {
     std::cerr << fmt::format("pwab: re-graded {} records into {} ({} copied as errored); {} changed score, {} saw "
                              "different observations\n",
                              r.rescored, rs->out, r.copied_errors, r.changed_scores, r.changed_observations);
-    std::cout << report::write_summaries(rs->out);
+    const data::Dataset ds = load_data(rs->data);
+    std::cout << report::write_summaries(rs->out, {}, &ds);
   });
 
   auto* list = app.add_subcommand("agents", "List the agents and the paper row each reproduces");

@@ -2,6 +2,7 @@
 #include "report/runs.h"
 
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "core/error.h"
 #include "core/sys.h"
@@ -79,12 +80,20 @@ std::string render_summary(const metrics::Summary& s, const Run& run, const std:
   throw UsageError("--format must be table, md, csv or json, got '" + format + "'");
 }
 
-std::string write_summaries(const std::filesystem::path& dir, const metrics::BootstrapOptions& bootstrap) {
+std::string write_summaries(const std::filesystem::path& dir, const metrics::BootstrapOptions& bootstrap,
+                            const data::Dataset* dataset) {
   auto run = read_run(dir);
   auto summary = metrics::summarize(run.outcomes, bootstrap);
-  write_file_atomic(dir / "summary.md", render_summary(summary, run, "md"));
+  std::optional<Diagnosis> diagnosis;
+  if (dataset) {
+    DiagnosisOptions options;
+    options.bootstrap = bootstrap;
+    diagnosis = diagnose(run, *dataset, options);
+  }
+  const Diagnosis* d = diagnosis ? &*diagnosis : nullptr;
+  write_file_atomic(dir / "summary.md", render_summary(summary, run, "md", d));
   write_file_atomic(dir / "summary.csv", metrics::format_csv(summary));
-  write_file_atomic(dir / "summary.json", render_summary(summary, run, "json"));
+  write_file_atomic(dir / "summary.json", render_summary(summary, run, "json", d));
   return render_summary(summary, run, "table");
 }
 

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "data/dataset.h"
 #include "metrics/metrics.h"
 #include "runner/results.h"
 
@@ -45,7 +46,9 @@ std::string run_embedder(const runner::RunManifest& manifest);
 std::string render_summary(const metrics::Summary& summary, const Run& run, const std::string& format,
                            const Diagnosis* diagnosis = nullptr);
 //! Writes summary.{md,csv,json} beside the records (derived files: `pwab score` rebuilds them) and returns the
-//! summary as a table.
-std::string write_summaries(const std::filesystem::path& dir, const metrics::BootstrapOptions& bootstrap = {});
+//! summary as a table. With the run's dataset, summary.md and summary.json also hold the diagnosis (`pwab score
+//! --data DATA` prints the same); the returned table does not.
+std::string write_summaries(const std::filesystem::path& dir, const metrics::BootstrapOptions& bootstrap = {},
+                            const data::Dataset* dataset = nullptr);
 
 }  // namespace pwab::report

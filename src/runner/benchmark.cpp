@@ -222,7 +222,7 @@ BenchmarkResult run_benchmark(const RunConfig& config, RunModels& models, const 
     result.usage_json = ledger.to_json();
     result.cost_text = ledger.run_total().cost_text();
   }
-  if (!report.cancelled) result.summary_table = report::write_summaries(config.out);
+  if (!report.cancelled) result.summary_table = report::write_summaries(config.out, {}, &ds);
   return result;
 }
 

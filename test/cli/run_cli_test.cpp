@@ -51,8 +51,13 @@ TEST_F(RunCli, SingleTurnRunScoresAndRescores) {
   std::string rescored;
   ASSERT_EQ(run_pwab("score " + out("st"), &rescored), 0);
   EXPECT_EQ(rescored, table);
-  ASSERT_EQ(run_pwab("score " + out("st") + " --format json", &rescored), 0);
+  // summary.json holds the diagnosis too: exactly what `pwab score --data` prints.
+  ASSERT_EQ(run_pwab("score " + out("st") + " --data " + data_ + " --format json", &rescored), 0);
   EXPECT_EQ(rescored, pwab::test::read_text(std::filesystem::path(out("st")) / "summary.json"));
+  EXPECT_TRUE(nlohmann::json::parse(rescored).contains("diagnosis"));
+  std::string md;
+  ASSERT_EQ(run_pwab("score " + out("st") + " --data " + data_ + " --format md", &md), 0);
+  EXPECT_EQ(md, pwab::test::read_text(std::filesystem::path(out("st")) / "summary.md"));
   auto summary = nlohmann::json::parse(rescored);
   EXPECT_GT(summary["groups"]["overall"]["r_acc"]["value"].get<double>(), 0.0);
   EXPECT_EQ(summary["groups"]["overall"]["f_acc"]["value"].get<double>() > 0.5, true);
@@ -162,7 +167,7 @@ TEST_F(RunCli, TrialsGivePassHatAndResumePerTrial) {
   EXPECT_EQ(once_manifest["config"]["trials"], 1);
 
   std::string json;
-  ASSERT_EQ(run_pwab("score " + out("tr") + " --format json", &json, &err), 0) << err;
+  ASSERT_EQ(run_pwab("score " + out("tr") + " --data " + data_ + " --format json", &json, &err), 0) << err;
   EXPECT_EQ(json, pwab::test::read_text(std::filesystem::path(out("tr")) / "summary.json"));
   auto summary = nlohmann::json::parse(json);
   EXPECT_EQ(summary["trials"]["max_trials"], 2);
