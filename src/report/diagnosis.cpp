@@ -396,43 +396,6 @@ std::vector<Records> clusters_of(const Records& records) {
   return out;
 }
 
-using Statistic = std::function<std::optional<double>(const Records&)>;
-
-//! The statistic on `records` with a percentile-bootstrap interval over task clusters; draws where the statistic
-//! is undefined (e.g. no clean episode drawn) are skipped.
-metrics::Cell bootstrap(const Records& records, const Statistic& stat, const metrics::BootstrapOptions& o,
-                        uint64_t stream) {
-  const double value = stat(records).value_or(0.0);
-  const auto clusters = clusters_of(records);
-  std::vector<double> draws;
-  if (!clusters.empty() && o.resamples > 0) {
-    Rng rng(derive_seed(o.seed, stream, records.size()));
-    Records drawn;
-    for (int k = 0; k < o.resamples; ++k) {
-      drawn.clear();
-      for (std::size_t c = 0; c < clusters.size(); ++c) {
-        const Records& pick = clusters[rng.below(clusters.size())];
-        drawn.insert(drawn.end(), pick.begin(), pick.end());
-      }
-      if (auto v = stat(drawn)) draws.push_back(*v);
-    }
-  }
-  if (o.resamples == 0 || clusters.empty()) return {value, value, value};
-  return metrics::percentile_interval(value, std::move(draws), o.confidence);
-}
-
-std::optional<double> mean_of(const Records& rs, const std::function<std::optional<double>(const RecordDiagnosis&)>& f) {
-  double sum = 0;
-  std::size_t n = 0;
-  for (const RecordDiagnosis* r : rs)
-    if (auto v = f(*r)) {
-      sum += *v;
-      ++n;
-    }
-  if (n == 0) return std::nullopt;
-  return sum / static_cast<double>(n);
-}
-
 std::optional<double> record_share(const RecordDiagnosis& r) {
   if (r.attribution.empty()) return std::nullopt;
   double s = 0;
@@ -440,20 +403,45 @@ std::optional<double> record_share(const RecordDiagnosis& r) {
   return s / static_cast<double>(r.attribution.size());
 }
 
-std::optional<double> record_any(const RecordDiagnosis& r) {
-  if (r.attribution.empty()) return std::nullopt;
-  for (const auto& a : r.attribution)
-    if (a.personal > 0) return 1.0;
-  return 0.0;
-}
-
 bool scored(const RecordDiagnosis& r) { return r.primary != Failure::kInfraError; }
 
-// Stream ids of this file's bootstraps (metrics uses 0..2).
-constexpr uint64_t kLeakStream = 20, kShareStream = 30, kCompareShareStream = 40;
+//! Sums over a set of records from which every aggregated figure of a group follows; a bootstrap draw fills one.
+struct Sums {
+  double n = 0, f = 0, r = 0;                   // scored records
+  double n_clean = 0, f_clean = 0, r_clean = 0;  // scored records without a leaked reply
+  double n_attr = 0, share = 0, any = 0;        // records with attributed calls
 
+  void add(const RecordDiagnosis& x) {
+    if (scored(x)) {
+      n += 1, f += x.score_f, r += x.score_r;
+      if (x.leaked_replies == 0) n_clean += 1, f_clean += x.score_f, r_clean += x.score_r;
+    }
+    if (auto s = record_share(x)) {
+      n_attr += 1, share += *s;
+      bool personal = false;
+      for (const auto& a : x.attribution) personal |= a.personal > 0;
+      any += personal;
+    }
+  }
+  //! The figures in the order of kFigures; nullopt where a figure has no records.
+  std::array<std::optional<double>, 8> figures() const {
+    auto mean = [](double sum, double count) { return count > 0 ? std::optional<double>(sum / count) : std::nullopt; };
+    std::array<std::optional<double>, 8> out{mean(f, n), mean(r, n), mean(f_clean, n_clean), mean(r_clean, n_clean),
+                                             std::nullopt, std::nullopt, mean(share, n_attr), mean(any, n_attr)};
+    if (n > 0 && n_clean > 0) out[4] = *out[0] - *out[2], out[5] = *out[1] - *out[3];
+    return out;
+  }
+};
+
+// Stream ids of this file's bootstraps (metrics uses 0..2).
+constexpr uint64_t kDiagnosisStream = 20, kCompareShareStream = 40;
+
+//! Counts, and the figures with percentile-bootstrap intervals over task clusters (a drawn task brings all its
+//! trials; one draw serves every figure, so "all", "no leak" and their difference are paired). Draws in which a
+//! figure has no records (e.g. no clean episode drawn) are left out of that figure's interval.
 void aggregate(DiagnosisGroup& g, const Records& rs, const metrics::BootstrapOptions& o, uint64_t group) {
   g.records = rs.size();
+  Sums total;
   for (const RecordDiagnosis* r : rs) {
     ++g.primary[static_cast<std::size_t>(r->primary)];
     for (std::size_t b = 0; b < kFlagCount; ++b) g.flags[b] += (r->flags >> b) & 1u;
@@ -464,37 +452,37 @@ void aggregate(DiagnosisGroup& g, const Records& rs, const metrics::BootstrapOpt
     for (std::size_t k = 0; k < 3; ++k) g.leak_kinds[k] += r->leak_kinds[k];
     g.actions += r->attribution.size();
     g.clean_outcomes += scored(*r) && r->leaked_replies == 0;
+    total.add(*r);
   }
-  auto f_of = [](const RecordDiagnosis& r) -> std::optional<double> {
-    return scored(r) ? std::optional<double>(r.score_f) : std::nullopt;
-  };
-  auto r_of = [](const RecordDiagnosis& r) -> std::optional<double> {
-    return scored(r) ? std::optional<double>(r.score_r) : std::nullopt;
-  };
-  auto clean = [](auto f) {
-    return [f](const RecordDiagnosis& r) -> std::optional<double> {
-      return r.leaked_replies == 0 ? f(r) : std::nullopt;
-    };
-  };
-  auto diff = [&](auto f) -> Statistic {
-    return [f, clean](const Records& x) -> std::optional<double> {
-      auto all = mean_of(x, f), c = mean_of(x, clean(f));
-      if (!all || !c) return std::nullopt;
-      return *all - *c;
-    };
-  };
-  const uint64_t s = kLeakStream + group;
-  g.f_all = bootstrap(rs, [&](const Records& x) { return mean_of(x, f_of); }, o, s);
-  g.r_all = bootstrap(rs, [&](const Records& x) { return mean_of(x, r_of); }, o, s);
-  g.f_clean = bootstrap(rs, [&](const Records& x) { return mean_of(x, clean(f_of)); }, o, s);
-  g.r_clean = bootstrap(rs, [&](const Records& x) { return mean_of(x, clean(r_of)); }, o, s);
-  g.f_diff = bootstrap(rs, diff(f_of), o, s);
-  g.r_diff = bootstrap(rs, diff(r_of), o, s);
-  g.personal_share.cell = bootstrap(rs, [](const Records& x) { return mean_of(x, record_share); }, o, kShareStream + group);
-  g.personal_any.cell = bootstrap(rs, [](const Records& x) { return mean_of(x, record_any); }, o, kShareStream + group);
-  for (const RecordDiagnosis* r : rs) {
-    g.personal_share.n += !r->attribution.empty();
-    g.personal_any.n += !r->attribution.empty();
+  g.personal_share.n = g.personal_any.n = static_cast<std::size_t>(total.n_attr);
+  const auto values = total.figures();
+  std::array<std::vector<double>, 8> draws;
+  // Each task's sums once; a draw adds up the drawn tasks' sums.
+  const auto clusters = clusters_of(rs);
+  std::vector<Sums> per_task(clusters.size());
+  for (std::size_t c = 0; c < clusters.size(); ++c)
+    for (const RecordDiagnosis* r : clusters[c]) per_task[c].add(*r);
+  if (!clusters.empty() && o.resamples > 0) {
+    Rng rng(derive_seed(o.seed, kDiagnosisStream, group));
+    for (int k = 0; k < o.resamples; ++k) {
+      Sums s;
+      for (std::size_t c = 0; c < clusters.size(); ++c) {
+        const Sums& t = per_task[rng.below(clusters.size())];
+        s.n += t.n, s.f += t.f, s.r += t.r, s.n_clean += t.n_clean, s.f_clean += t.f_clean, s.r_clean += t.r_clean;
+        s.n_attr += t.n_attr, s.share += t.share, s.any += t.any;
+      }
+      const auto v = s.figures();
+      for (std::size_t i = 0; i < v.size(); ++i)
+        if (v[i]) draws[i].push_back(*v[i]);
+    }
+  }
+  std::array<metrics::Cell*, 8> cells{&g.f_all,   &g.r_all,  &g.f_clean,           &g.r_clean,
+                                      &g.f_diff,  &g.r_diff, &g.personal_share.cell, &g.personal_any.cell};
+  for (std::size_t i = 0; i < cells.size(); ++i) {
+    const double value = values[i].value_or(0.0);
+    *cells[i] = o.resamples == 0 || clusters.empty()
+                    ? metrics::Cell{value, value, value}
+                    : metrics::percentile_interval(value, std::move(draws[i]), o.confidence);
   }
 }
 

@@ -15,8 +15,9 @@ std::vector<std::string> leak_words(std::string_view text) {
   std::string cur;
   for (char c : text) {
     auto u = static_cast<unsigned char>(c);
-    if (std::isalnum(u) || u >= 0x80) {
-      cur += static_cast<char>(std::tolower(u));
+    const bool upper = u >= 'A' && u <= 'Z';
+    if (upper || (u >= 'a' && u <= 'z') || (u >= '0' && u <= '9') || u >= 0x80) {
+      cur += static_cast<char>(upper ? u + ('a' - 'A') : u);  // ASCII only: UTF-8 bytes are kept as they are
     } else if (!cur.empty()) {
       out.push_back(std::move(cur));
       cur.clear();
