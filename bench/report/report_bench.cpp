@@ -5,6 +5,7 @@
 // browser's own start-up can be told apart).
 #include <fmt/format.h>
 
+#include <cmath>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <regex>
@@ -97,6 +98,48 @@ const int kFullSplit = add({
     setup,
     run,
     check,
+});
+
+
+// report/diagnose_full: `pwab score --data --format json` on the multi-turn full-split run (2,174 records): the
+// dataset load, the failure categories, leak checks of every user reply, personalization attribution of every call
+// and their bootstrap intervals, beside the anchor `pwab score --format json` without the diagnosis.
+fs::path diagnosis_json(const Context& ctx) { return report_dir(ctx) / "diagnosis.json"; }
+
+double run_diagnose(const Context& ctx, std::vector<Extra>& extras) {
+  const std::string score = pwab_binary(ctx).string() + " score " + (report_dir(ctx) / "multi").string();
+  double plain = time_command(score + " --format json > /dev/null");
+  double s = time_command(score + " --data " + full_dataset_dir(ctx).string() + " --format json > " +
+                          diagnosis_json(ctx).string());
+  extras.push_back({"score_without_data_s", plain, "s"});
+  extras.push_back({"diagnosis_cost_s", s - plain, "s"});
+  return s;
+}
+
+//! Every record has one category, and the diagnosis' F. Acc over all records is the table's.
+std::string check_diagnose(const Context& ctx) {
+  std::ifstream in(diagnosis_json(ctx));
+  auto j = nlohmann::json::parse(in, nullptr, false);
+  if (j.is_discarded() || !j.contains("diagnosis")) return "no diagnosis in the output";
+  const auto& overall = j["diagnosis"]["categories"]["overall"];
+  std::size_t sum = 0;
+  for (const auto& [name, n] : overall["primary"].items()) sum += n.get<std::size_t>();
+  if (sum != overall["records"].get<std::size_t>() || sum != 2174)
+    return fmt::format("{} categorised of {} records", sum, overall["records"].get<std::size_t>());
+  const double f = j["groups"]["overall"]["f_acc"]["value"];
+  const double f_all = j["diagnosis"]["leaks"]["overall"]["scores"]["f_all"]["value"];
+  if (std::abs(f - f_all) > 1e-12) return fmt::format("diagnosis F. Acc {} vs the table's {}", f_all, f);
+  return {};
+}
+
+const int kDiagnose = add({
+    "report/diagnose_full",
+    "`pwab score --data --format json` on the full-split multi-turn run (2,174 records): failure categories, leaks, "
+    "attribution, with 1,000 bootstrap resamples; extras: the same command without --data",
+    3,
+    setup,
+    run_diagnose,
+    check_diagnose,
 });
 
 }  // namespace
