@@ -191,6 +191,10 @@ void add_run_commands(CLI::App& app) {
   run->add_option("--user-sim", a->config.user_sim,
                   "none, scripted, llm or human (a person at this terminal; default: scripted in multi-turn, none "
                   "in single)");
+  run->add_option("--user-guard", a->config.user_guard,
+                  "With --user-sim llm: ask again up to N times when the user's reply gives the target away (its "
+                  "ASIN, title words or true review), then say a neutral line; 0 = off (docs/simulator.md)")
+      ->capture_default_str();
   run->add_option("--max-steps", a->config.max_steps,
                   "Agent calls per task (default: 10 multi-turn; single-turn 10, or 3 for ReAct-style agents)")
       ->check(CLI::Range(1, 1000));

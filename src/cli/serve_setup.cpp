@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "cli/common.h"
+#include "core/error.h"
 #include "core/hash.h"
 #include "core/version.h"
 #include "runner/results.h"
@@ -40,6 +41,18 @@ ServedRuns open_served_runs(const ServiceArgs& a, const Json& base_config) {
   return runs;
 }
 
+bool has_llm_user(const ServiceArgs& a) { return !a.llm.user_model.empty() || !a.llm.model.empty(); }
+
+//! The flags' usage errors, found before the dataset, the index and the recommender are loaded.
+const ServiceArgs& checked(const ServiceArgs& a) {
+  if (a.user_guard < 0)
+    throw UsageError("--user-guard must be 0 (off) or more, got " + std::to_string(a.user_guard));
+  if (a.user_guard > 0 && !has_llm_user(a))
+    throw UsageError(
+        "--user-guard needs the LLM user (user_sim llm), which needs a model: --user-model NAME (or --model NAME)");
+  return a;
+}
+
 }  // namespace
 
 void add_service_flags(CLI::App& cmd, ServiceArgs& a) {
@@ -59,6 +72,10 @@ void add_service_flags(CLI::App& cmd, ServiceArgs& a) {
   cmd.add_option("--checkpoint", a.checkpoint, "SASRec checkpoint (default: DATA/.pwab-rec/sasrec.pwab)");
   cmd.add_option("--index-dir", a.index_dir, "Search index root (default: DATA/.pwab-index)");
   cmd.add_option("--top-k", a.top_k, "Results per search/recommendation call")->capture_default_str()->check(CLI::Range(1, 1000));
+  cmd.add_option("--user-guard", a.user_guard,
+                 "For user_sim llm episodes: ask again up to N times when the user's reply gives the target away, "
+                 "then say a neutral line; 0 = off (as `pwab run --user-guard`)")
+      ->capture_default_str();
   add_llm_flags(cmd, a.llm);
 }
 
@@ -76,7 +93,7 @@ struct ServedEnvironment::Parts {
   std::unique_ptr<serve::EpisodeService> service;
 };
 
-ServedEnvironment::ServedEnvironment(const ServiceArgs& a) : parts_(std::make_unique<Parts>(a)) {
+ServedEnvironment::ServedEnvironment(const ServiceArgs& a) : parts_(std::make_unique<Parts>(checked(a))) {
   Parts& p = *parts_;
   serve::ServiceOptions options;
   options.max_sessions = a.max_sessions;
@@ -86,7 +103,7 @@ ServedEnvironment::ServedEnvironment(const ServiceArgs& a) : parts_(std::make_un
   // One line per failure of the server's own (a record a full disk refused), on stderr with the start line.
   options.log = [](const std::string& line) { fmt::print(stderr, "pwab: {}\n", line); };
   // The LLM user simulator, when a user model is named (same flags as `pwab run --user-sim llm`).
-  if (!a.llm.user_model.empty() || !a.llm.model.empty()) {
+  if (has_llm_user(a)) {
     p.models = make_llm_setup(a.llm, /*need_agent=*/false, /*need_user=*/true);
     llm::ChatModel& user_model = *p.models.user_model;
     llm::Ledger& ledger = *p.models.ledger;
@@ -94,10 +111,13 @@ ServedEnvironment::ServedEnvironment(const ServiceArgs& a) : parts_(std::make_un
     const data::Dataset& ds = p.ds;
     // Each episode's calls go to the ledger under its episode id: its record's usage is its own, whatever other
     // episodes of the same task cost.
-    options.llm_user = [&ds, &user_model, &ledger, name](const data::Task& t, uint64_t,
-                                                         const std::string& key) -> std::unique_ptr<env::UserChannel> {
+    const int guard = a.user_guard;
+    options.llm_user = [&ds, &user_model, &ledger, name, guard](
+                           const data::Task& t, uint64_t, const std::string& key) -> std::unique_ptr<env::UserChannel> {
       auto metered = std::make_unique<llm::MeteredChatModel>(user_model, ledger, llm::Role::kUser, key);
-      return std::make_unique<sim::LlmUser>(ds, t, std::move(metered), name);
+      sim::LlmUserOptions user_options;
+      user_options.leak_guard = guard;
+      return std::make_unique<sim::LlmUser>(ds, t, std::move(metered), name, user_options);
     };
     if (ledger.budget_usd()) options.budget_reached = [&ledger] { return ledger.budget_reached(); };
     options.usage_json = [&ledger](const std::string& key) { return ledger.to_json(key); };
@@ -112,6 +132,8 @@ ServedEnvironment::ServedEnvironment(const ServiceArgs& a) : parts_(std::make_un
                  {"recommender", to_hex(hash_file(p.world.services.checkpoint))}};
   if (auto llm_config = Json::parse(p.models.config_json.empty() ? "{}" : p.models.config_json); !llm_config.empty())
     config["llm"] = llm_config;
+  // As `pwab run`: only when on, so a served run directory made before the guard existed reopens unchanged.
+  if (a.user_guard > 0) config["user_guard"] = a.user_guard;
   p.runs = open_served_runs(a, config);
   serve::RecordSinks sinks{p.runs.single_turn ? &*p.runs.single_turn : nullptr,
                            p.runs.multi_turn ? &*p.runs.multi_turn : nullptr};

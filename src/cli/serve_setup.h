@@ -24,11 +24,12 @@ struct ServiceArgs {
   double idle_timeout_s = 900;
   std::size_t max_episode_bytes = 16 << 20;
   uint64_t seed = 0;
+  int user_guard = 0;  //!< the LLM user's leak guard (sim::LlmUserOptions::leak_guard), as `pwab run --user-guard`
   LlmFlags llm;
 };
 
-//! --data, --out, --max-sessions, --idle-timeout, --seed, --embedder, --checkpoint, --index-dir, --top-k and the
-//! LLM flags (for `--user-sim llm` episodes).
+//! --data, --out, --max-sessions, --idle-timeout, --seed, --embedder, --checkpoint, --index-dir, --top-k,
+//! --user-guard and the LLM flags (for `--user-sim llm` episodes).
 void add_service_flags(CLI::App& cmd, ServiceArgs& args);
 
 //! The environment a server serves, loaded from the flags; prints nothing on stdout (stdio MCP needs it clean).

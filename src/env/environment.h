@@ -40,6 +40,10 @@ class UserChannel {
   //! Told after each scored task-function attempt (one whose tool ran), before the next reply; a simulator that
   //! reacts to results overrides it. The original's LLM user hears nothing of attempts, hence the default.
   virtual void note_attempt(std::string_view function, const Reward& reward) {}
+  //! Facts about this simulator's replies for the results record, a JSON object text, or empty: written as the
+  //! record's "user" object (runner::TaskRecord::user_json), e.g. how often the LLM user's leak guard rewrote a
+  //! reply. Asked once, after the episode.
+  virtual std::string record_json() const { return ""; }
 };
 
 //! An action chosen by an agent: a tool name (or "respond") and its arguments as a JSON object text.

@@ -81,6 +81,8 @@ RunManifest make_manifest(const RunConfig& config, const RunModels& models, cons
                {"search_index", services.index->fingerprint()},
                {"recommender", to_hex(hash_file(services.checkpoint))}};
   if (auto llm_config = Json::parse(models.config_json); !llm_config.empty()) json["llm"] = llm_config;
+  // Only when on: manifests of runs without the guard (and --resume of runs made before it existed) are unchanged.
+  if (config.user_guard > 0) json["user_guard"] = config.user_guard;
   RunManifest manifest;
   manifest.config_json = json.dump();
   manifest.seed = config.seed;
@@ -91,7 +93,8 @@ RunManifest make_manifest(const RunConfig& config, const RunModels& models, cons
   return manifest;
 }
 
-UserMaker user_maker(const std::string& user_sim, const data::Dataset& ds, const RunModels& models, uint64_t seed) {
+UserMaker user_maker(const std::string& user_sim, const data::Dataset& ds, const RunModels& models, uint64_t seed,
+                     int user_guard) {
   if (user_sim == "scripted")
     return [&ds, seed](const data::Task& t, int trial) {
       return std::make_unique<sim::ScriptedUser>(ds, t, trial_seed(seed, trial));
@@ -104,11 +107,13 @@ UserMaker user_maker(const std::string& user_sim, const data::Dataset& ds, const
     llm::ChatModel& user_model = *models.user_model;
     llm::Ledger& ledger = *models.ledger;
     std::string name = models.user_model_name;
-    return [&ds, &user_model, &ledger, name](const data::Task& t, int trial) -> std::unique_ptr<env::UserChannel> {
+    return [&ds, &user_model, &ledger, name, user_guard](const data::Task& t,
+                                                         int trial) -> std::unique_ptr<env::UserChannel> {
       auto metered = std::make_unique<llm::MeteredChatModel>(user_model, ledger, llm::Role::kUser,
                                                              RecordId{task_key(t), trial}.to_string());
       sim::LlmUserOptions user_options;
       user_options.sample = trial;  // each trial's dialogue is its own cache entry
+      user_options.leak_guard = user_guard;
       return std::make_unique<sim::LlmUser>(ds, t, std::move(metered), name, user_options);
     };
   }
@@ -143,6 +148,9 @@ std::string effective_user_sim(const RunConfig& config) {
     throw UsageError("--user-sim human plays one episode at a time: drop --concurrency (or give 1)");
   if (config.track == Track::kSingleTurn && user_sim != "none")
     throw UsageError("the single-turn track has no user simulator (drop --user-sim or use --track multi)");
+  if (config.user_guard < 0)
+    throw UsageError("--user-guard must be 0 (off) or more, got " + std::to_string(config.user_guard));
+  if (config.user_guard > 0 && user_sim != "llm") throw UsageError("--user-guard needs --user-sim llm");
   return user_sim;
 }
 
@@ -211,7 +219,7 @@ BenchmarkResult run_benchmark(const RunConfig& config, RunModels& models, const 
     } units_end{hooks};
     if (hooks.units_start) hooks.units_start();
     report = run_units(*world.environment, todo, skipped, dir, factories.maker(),
-                       user_maker(user_sim, ds, models, config.seed), options);
+                       user_maker(user_sim, ds, models, config.seed, config.user_guard), options);
   }
 
   result.progress = report.progress;

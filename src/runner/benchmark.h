@@ -34,6 +34,9 @@ struct RunConfig {
   agents::AgentOptions agent_options;  //!< memory, memory length, agent-specific options (a remote agent's url)
   //! "none", "scripted" or "llm"; empty = scripted in the multi-turn track, none in the single-turn one.
   std::string user_sim;
+  //! The LLM user's leak guard (sim::LlmUserOptions::leak_guard): rewrites of a reply that gives the target
+  //! away, 0 = off. Only with user_sim "llm"; in the manifest as "user_guard" only when > 0.
+  int user_guard = 0;
   //! Agent calls per task; 0 = the track's default (episode_step_cap).
   int max_steps = 0;
   //! Runs per task; unset = 1, or on resume the stored run's count (trials_to_run).
@@ -52,8 +55,8 @@ struct RunConfig {
 //! single-turn track 10 for function-calling agents, 3 for ReAct-style ones (loop_bound). Agents are told the
 //! cap of a function-calling agent (react_style false) before they exist, so they can plan within it.
 int episode_step_cap(const RunConfig& config, bool react_style);
-//! The user simulator a run uses: config.user_sim or the track's default. UsageError for an unknown one, or a
-//! user simulator in the single-turn track.
+//! The user simulator a run uses: config.user_sim or the track's default. UsageError for an unknown one, a
+//! user simulator in the single-turn track, or a user_guard that is negative or not for the LLM user.
 std::string effective_user_sim(const RunConfig& config);
 
 //! The models a run talks to, built by the front end from its model flags. Members are null when not needed.

@@ -141,6 +141,7 @@ TaskRecord replay(const env::Environment& env, const data::Dataset& ds, const Ta
   r.completion_tokens = old.completion_tokens;
   r.seconds_agent = old.seconds_agent;
   r.usage_json = old.usage_json;
+  r.user_json = old.user_json;  // the replies are replayed, not asked again: what the simulator said of them stands
   return r;
 }
 

@@ -285,6 +285,10 @@ std::string TaskRecord::to_json_line() const {
     json u = parse_json_or_discarded(usage_json);
     if (!u.is_discarded()) j["usage"] = std::move(u);
   }
+  if (!user_json.empty()) {
+    json u = parse_json_or_discarded(user_json);
+    if (!u.is_discarded()) j["user"] = std::move(u);
+  }
   return dump_line(j);
 }
 
@@ -336,6 +340,10 @@ TaskRecord TaskRecord::from_json(std::string_view line) {
   if (auto u = j.find("usage"); u != j.end() && !u->is_null()) {
     if (!u->is_object()) throw DataError(what + ": usage is not an object");
     r.usage_json = u->dump();
+  }
+  if (auto u = j.find("user"); u != j.end() && !u->is_null()) {
+    if (!u->is_object()) throw DataError(what + ": user is not an object");
+    r.user_json = u->dump();
   }
   return r;
 }

@@ -93,6 +93,10 @@ struct TaskRecord {
   //! Model usage and cost of the task per role as a JSON object text (llm::Ledger::to_json(task)), "" when the
   //! run used no LLM. Written as the record's "usage" object.
   std::string usage_json;
+  //! What the user simulator reports about its replies as a JSON object text (env::UserChannel::record_json:
+  //! the LLM user's leak guard counts), "" when it reports nothing. Written as the record's "user" object, only
+  //! when set, so records of runs without it are unchanged.
+  std::string user_json;
 
   //! The record as one JSON object on one line (no '\n' inside, none at the end). Invalid UTF-8 in strings is
   //! replaced by U+FFFD rather than failing.

@@ -151,6 +151,7 @@ RunReport run_units(const env::Environment& env, const std::vector<Unit>& todo, 
         auto user = make_user ? make_user(task, trial) : nullptr;
         EpisodeResult result = run_episode(env, task, *agent, user.get(), options.episode);
         record = make_record(env.dataset(), task, result, trial);
+        if (user) record.user_json = user->record_json();
       } catch (const UsageError&) {
         throw;  // a misconfigured run is not a task failure
       } catch (const RunAbortError&) {

@@ -470,6 +470,7 @@ RequestError gone(std::string_view episode_id) {
 void EpisodeService::record(Slot& slot, runner::TaskRecord record) {
   record.trial = slot.trial;
   if (slot.user_sim == "llm" && options_.usage_json) record.usage_json = options_.usage_json(slot.id);
+  if (slot.user) record.user_json = slot.user->record_json();  // e.g. the LLM user's leak guard counts
   if (auto* dir = sink(slot.episode->options().track)) {
     try {
       dir->append(record);

@@ -1,6 +1,8 @@
 // src/sim/llm_user.cpp: the LLM user's prompt (pwab's own wording, the original's layout) and dialogue.
 #include "sim/llm_user.h"
 
+#include <fmt/format.h>
+
 #include <array>
 #include <cctype>
 #include <string_view>
@@ -8,7 +10,7 @@
 
 #include "core/error.h"
 #include "data/render.h"
-#include "sim/scripted_user.h"
+#include "sim/leaks.h"
 
 namespace pwab::sim {
 namespace {
@@ -154,6 +156,7 @@ LlmUser::LlmUser(const data::Dataset& ds, const data::Task& task, llm::ChatModel
     : ds_(ds), task_(task), model_(model), model_name_(std::move(model_name)), options_(options) {
   if (model_name_.empty()) throw UsageError("the LLM user simulator needs a model name (--user-model)");
   if (options_.max_tokens < 1) throw UsageError("the LLM user simulator's max_tokens must be at least 1");
+  if (options_.leak_guard < 0) throw UsageError("the LLM user simulator's leak_guard must be 0 (off) or more");
   // §3.4: role-flipped. The model plays the user as "assistant"; the agent's turns are "user" turns. The dialogue
   // opens with the agent's greeting and the user's instruction, so the model carries on a conversation it began.
   messages_.push_back(llm::Message::system(llm_user_system_prompt(ds_, task_, options_.stop_rule)));
@@ -167,10 +170,10 @@ LlmUser::LlmUser(const data::Dataset& ds, const data::Task& task, std::unique_pt
   owned_ = std::move(model);
 }
 
-llm::ChatResponse LlmUser::ask(int sample, std::optional<int64_t> seed) {
+llm::ChatResponse LlmUser::ask(const std::vector<llm::Message>& messages, int sample, std::optional<int64_t> seed) {
   llm::ChatRequest req;
   req.model = model_name_;
-  req.messages = messages_;
+  req.messages = messages;
   req.temperature = options_.temperature;
   req.max_tokens = options_.max_tokens;
   req.seed = seed;
@@ -183,29 +186,68 @@ llm::ChatResponse LlmUser::ask(int sample, std::optional<int64_t> seed) {
   return r;
 }
 
+Leak LlmUser::leak_of(const std::string& text) const {
+  // A reply said as the bare sentinel reaches the agent as "###STOP###" whatever else the model wrote.
+  if (options_.stop_rule && text.find(kStopSentinel) != std::string::npos) return {};
+  return find_leak(text, ds_, task_, options_.leak_rule);
+}
+
+std::string LlmUser::rewrite(std::string draft, Leak leak) {
+  for (int r = 1; r <= options_.leak_guard; ++r) {
+    // The request shows the model its own leaky draft and says what was wrong with it; only the accepted reply
+    // enters messages_, so later turns never see the draft or the correction. The correction is a "user" turn, not
+    // a system one: many open models' chat templates refuse a system message anywhere but first, and user and
+    // assistant turns keep alternating this way.
+    std::vector<llm::Message> request = messages_;
+    request.push_back(llm::Message::assistant(draft));
+    request.push_back(llm::Message::user(leak.review ? kReviewCorrection : kProductCorrection));
+    std::optional<int64_t> seed = options_.seed;
+    if (seed) *seed += r;
+    std::string text = ask(request, options_.sample + kGuardSampleOffset + r, seed).message.content;
+    ++n_rewrites_;
+    if (is_blank(text)) continue;  // nothing usable: the next rewrite still answers the last leaky draft
+    Leak again = leak_of(text);
+    if (!again.any()) return text;
+    draft = std::move(text);
+    leak = again;
+  }
+  ++n_guard_fallbacks_;
+  return kGuardFallbackReply;
+}
+
 std::string LlmUser::reply(const std::string& agent_message) {
   // Once the user has said the sentinel (stop_rule only) the dialogue is over for them: no further calls.
   if (stopped_) return kStopSentinel;
   messages_.push_back(llm::Message::user(agent_message));
-  std::string text = ask(options_.sample, options_.seed).message.content;
+  std::string text = ask(messages_, options_.sample, options_.seed).message.content;
   if (is_blank(text)) {
     // An empty reply (a content filter, a reply cut before any text) says nothing the agent could use: ask once
     // more, as another sample so that a record/replay cache keeps both, then fall back to a neutral line.
     std::optional<int64_t> seed = options_.seed;
     if (seed) ++*seed;
-    text = ask(options_.sample + kRetrySampleOffset, seed).message.content;
+    text = ask(messages_, options_.sample + kRetrySampleOffset, seed).message.content;
     if (is_blank(text)) {
       text = kFallbackReply;
       ++n_fallback_;
     }
   }
+  if (Leak leak = leak_of(text); leak.any()) {
+    ++n_leaky_;
+    if (options_.leak_guard > 0) text = rewrite(std::move(text), leak);
+  }
   messages_.push_back(llm::Message::assistant(text));
-  if (ScriptedUser::leaks_title(text, ds_.product(task_.target_product))) ++n_leaky_;
   if (options_.stop_rule && text.find(kStopSentinel) != std::string::npos) {
     stopped_ = true;
     return kStopSentinel;
   }
   return text;
+}
+
+std::string LlmUser::record_json() const {
+  if (options_.leak_guard > 0)
+    return fmt::format(R"({{"leak_guard":{},"rewrites":{},"guard_fallbacks":{},"leaky_drafts":{}}})",
+                       options_.leak_guard, n_rewrites_, n_guard_fallbacks_, n_leaky_);
+  return n_leaky_ > 0 ? fmt::format(R"({{"leaky_drafts":{}}})", n_leaky_) : std::string();
 }
 
 }  // namespace pwab::sim

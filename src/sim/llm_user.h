@@ -18,6 +18,7 @@
 #include "data/dataset.h"
 #include "env/environment.h"
 #include "llm/chat.h"
+#include "sim/leaks.h"
 
 namespace pwab::sim {
 
@@ -35,6 +36,11 @@ struct LlmUserOptions {
   //! with exactly ###STOP### once satisfied or out of things to say; such a reply is returned as the bare
   //! sentinel, and every later reply is the sentinel without a model call.
   bool stop_rule = false;
+  //! Not in the original: 0 = off (a reply that leaks is returned as the model wrote it, and only counted); N > 0
+  //! = a reply that leaks (find_leak with leak_rule) is asked again up to N times, each request carrying the
+  //! leaked draft and a correction; if every rewrite still leaks, kGuardFallbackReply is said instead.
+  int leak_guard = 0;
+  LeakRule leak_rule;  //!< what counts as a leak, for n_leaky_replies() and the guard
 };
 
 //! Tokens of this simulator's calls (the ledger has the same numbers, and the dollars, when the model is metered).
@@ -57,20 +63,32 @@ class LlmUser final : public env::UserChannel {
 
   //! Appends the agent's message as a "user" turn, asks the model, appends its reply as an "assistant" turn and
   //! returns it unchanged. An empty (or all-whitespace) reply is asked once more (as another cache sample, with
-  //! seed + 1 when a seed is set); if that is empty too, kFallbackReply is said instead. With stop_rule, a reply
-  //! containing ###STOP### is returned as exactly "###STOP###". Throws llm::InfraError / ReplayMissError.
+  //! seed + 1 when a seed is set); if that is empty too, kFallbackReply is said instead. With leak_guard, a reply
+  //! that leaks is rewritten (see LlmUserOptions::leak_guard; rewrite r is cache sample kGuardSampleOffset + r,
+  //! with seed + r) and only the accepted reply enters the dialogue. With stop_rule, a reply containing
+  //! ###STOP### is returned as exactly "###STOP###" (it gives nothing away, so the guard leaves it alone).
+  //! Throws llm::InfraError / ReplayMissError.
   std::string reply(const std::string& agent_message) override;
+  //! {"leak_guard": N, "rewrites": R, "guard_fallbacks": F, "leaky_drafts": L} with the guard on; with it off
+  //! {"leaky_drafts": L} when some reply leaked, else "" (so a run without the guard and without leaks writes
+  //! records exactly as before the guard existed).
+  std::string record_json() const override;
 
   //! The dialogue as the model sees it: system prompt, greeting ("user"), instruction ("assistant"), then the
-  //! turns so far.
+  //! turns so far (accepted replies only: the guard's leaky drafts and corrections are never kept).
   const std::vector<llm::Message>& messages() const { return messages_; }
   const std::string& system_prompt() const { return messages_.front().content; }
   const LlmUserUsage& usage() const { return usage_; }
   //! Replies that were empty after the retry and replaced by kFallbackReply.
   int n_fallback_replies() const { return n_fallback_; }
-  //! Replies that gave away the target's title, parent ASIN or 4 consecutive title words (ScriptedUser::
-  //! leaks_title). Counted for analysis only: as in the original, such replies are returned unchanged.
+  //! Replies whose first draft leaked (find_leak with LlmUserOptions::leak_rule: the target's parent ASIN or a
+  //! run of its title's words; for review tasks a run of the true review's words). Without the guard such
+  //! replies are returned unchanged, as in the original, and only counted here.
   int n_leaky_replies() const { return n_leaky_; }
+  //! Model calls the guard made to rewrite a leaky draft (each counts in usage() too).
+  int n_rewrites() const { return n_rewrites_; }
+  //! Replies replaced by kGuardFallbackReply because every rewrite still leaked (or came back empty).
+  int n_guard_fallbacks() const { return n_guard_fallbacks_; }
   //! Whether the user has said the stop sentinel (stop_rule only).
   bool stopped() const { return stopped_; }
 
@@ -81,9 +99,28 @@ class LlmUser final : public env::UserChannel {
   static constexpr const char* kGreeting = "Hi there! How can I help you today?";
   //! Offset added to LlmUserOptions::sample for the retry of an empty reply (a cache then stores both).
   static constexpr int kRetrySampleOffset = 1'000'000;
+  //! Offset added to LlmUserOptions::sample, plus the rewrite number (1..leak_guard), for the guard's rewrites:
+  //! a record/replay cache keeps every draft apart from the first and from the empty-reply retry.
+  static constexpr int kGuardSampleOffset = 2'000'000;
+  //! What the simulated user says when every rewrite still leaked: neutral, no information.
+  static constexpr const char* kGuardFallbackReply =
+      "Hmm, I'd rather not spell it out. What would you suggest, based on what I've told you so far?";
+  //! The correction a rewrite request ends with, after the leaked draft, as a "system" turn (never kept in
+  //! messages()): for a draft that names the product (ASIN or title words) ...
+  static constexpr const char* kProductCorrection =
+      "That reply gives the product away: it names it or states its ASIN. Say the same thing again in your own "
+      "words, without the product's name, its ASIN or any words copied from its title.";
+  //! ... and for a draft that quotes the user's true review (review tasks).
+  static constexpr const char* kReviewCorrection =
+      "That reply quotes the review you wrote. Say the same thing again in your own words, without copying "
+      "phrases from your review.";
 
  private:
-  llm::ChatResponse ask(int sample, std::optional<int64_t> seed);
+  llm::ChatResponse ask(const std::vector<llm::Message>& messages, int sample, std::optional<int64_t> seed);
+  //! What the guard checks: nothing for a reply that will be said as the bare stop sentinel.
+  Leak leak_of(const std::string& text) const;
+  //! The guard: rewrites of `draft` (which leaked as `leak`) until one is clean, else kGuardFallbackReply.
+  std::string rewrite(std::string draft, Leak leak);
 
   const data::Dataset& ds_;
   const data::Task& task_;
@@ -95,6 +132,8 @@ class LlmUser final : public env::UserChannel {
   LlmUserUsage usage_;
   int n_fallback_ = 0;
   int n_leaky_ = 0;
+  int n_rewrites_ = 0;
+  int n_guard_fallbacks_ = 0;
   bool stopped_ = false;
 };
 

@@ -133,6 +133,7 @@ TEST_F(LlmCli, MultiTurnWithTheLlmUserSimulator) {
     EXPECT_EQ(r["usage"]["user"]["calls"], 1);
     EXPECT_EQ(r["usage"]["agent"]["calls"], 3);
     EXPECT_TRUE(has(r.dump(), "well known brand")) << "the simulator's reply reached the agent";
+    EXPECT_FALSE(r.contains("user")) << "no guard and no leak: nothing to say about the user's replies";
   }
   int user_requests = 0;
   for (const auto& req : server_.requests()) {
@@ -144,6 +145,49 @@ TEST_F(LlmCli, MultiTurnWithTheLlmUserSimulator) {
     EXPECT_FALSE(body.contains("tools"));
   }
   EXPECT_EQ(user_requests, 4);
+}
+
+TEST_F(LlmCli, UserGuardRewritesLeakyRepliesAndRecordsTheCounts) {
+  // The user model's first draft of every reply gives the target away (from its own prompt); asked again with the
+  // correction, it answers cleanly. Everything else as `answer`.
+  server_.set_chat_handler([](const ReceivedRequest& r) {
+    Json body = Json::parse(r.body);
+    if (body.contains("tools") || body.contains("prompt")) return answer(r);
+    const Json& messages = body["messages"];
+    if (has(messages.back()["content"].get<std::string>(), "Say the same thing again"))  // the guard's correction
+      return ScriptedReply::text("Something from a brand I know.", 50, 7);
+    // Search and recommendation tasks leak the ASIN; review tasks their true review, quoted whole.
+    const std::string prompt = messages[0]["content"];
+    const std::string review = "The review you wrote of it:\n";
+    const bool is_review = has(prompt, review);
+    const std::string label = is_review ? review : "- Parent Asin: ";
+    const std::size_t at = prompt.find(label) + label.size();
+    return ScriptedReply::text("I want " + prompt.substr(at, prompt.find('\n', at) - at) + ", exactly.", 40, 6);
+  });
+  std::string err;
+  const std::string llm_user = "--track multi --user-sim llm --user-model user-model --tasks 0:3 ";
+  ASSERT_EQ(run_binary(fc_run(llm_user + "--user-guard 2 --out " + out("mt-guard")), &err), 0) << err;
+  auto records = records_of(out("mt-guard"));
+  ASSERT_EQ(records.size(), 3u);
+  for (const auto& r : records) {
+    EXPECT_EQ(r["user"], Json({{"leak_guard", 2}, {"rewrites", 1}, {"guard_fallbacks", 0}, {"leaky_drafts", 1}}))
+        << r.dump();
+    EXPECT_EQ(r["usage"]["user"]["calls"], 2);  // the draft and its rewrite
+    EXPECT_TRUE(has(r.dump(), "a brand I know")) << "the rewrite reached the agent";
+    EXPECT_FALSE(has(r["actions"].dump(), "exactly.")) << "the leaky draft never did";
+  }
+  Json manifest = Json::parse(pwab::test::read_text(std::filesystem::path(out("mt-guard")) / "manifest.json"));
+  EXPECT_EQ(manifest["config"]["user_guard"], 2);
+  // Without the guard the leaky drafts reach the agent and are only counted; the manifest has no "user_guard", so
+  // runs made before the guard existed resume unchanged.
+  ASSERT_EQ(run_binary(fc_run(llm_user + "--out " + out("mt-unguarded")), &err), 0) << err;
+  for (const auto& r : records_of(out("mt-unguarded"))) {
+    EXPECT_EQ(r["user"], Json({{"leaky_drafts", 1}})) << r.dump();
+    EXPECT_EQ(r["usage"]["user"]["calls"], 1);
+    EXPECT_TRUE(has(r["actions"].dump(), "exactly."));
+  }
+  Json plain = Json::parse(pwab::test::read_text(std::filesystem::path(out("mt-unguarded")) / "manifest.json"));
+  EXPECT_FALSE(plain["config"].contains("user_guard"));
 }
 
 TEST_F(LlmCli, RecordThenReplayWithTheServerGone) {

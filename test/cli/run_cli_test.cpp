@@ -222,6 +222,14 @@ TEST_F(RunCli, UsageErrors) {
   EXPECT_EQ(run_pwab("run --data " + data_ + " --out " + out("u4") + " --shard 3/3", nullptr, &err), 2);
   EXPECT_EQ(run_pwab("run --data " + data_ + " --out " + out("u5") + " --tasks 9:2", nullptr, &err), 2);
   EXPECT_EQ(run_pwab("run --data " + data_ + " --out " + out("u6") + " --split history", nullptr, &err), 2);
+  // The leak guard is the LLM user's: with the scripted user (the multi-turn default) it is refused, as is N < 0.
+  EXPECT_EQ(run_pwab("run --data " + data_ + " --out " + out("u7") + " --track multi --user-guard 2", nullptr, &err),
+            2);
+  EXPECT_TRUE(has(err, "--user-guard needs --user-sim llm")) << err;
+  EXPECT_EQ(run_pwab("run --data " + data_ + " --out " + out("u8") + " --track multi --user-sim llm --user-model m "
+                     "--user-guard -1", nullptr, &err), 2);
+  EXPECT_TRUE(has(err, "--user-guard must be 0 (off) or more")) << err;
+  EXPECT_FALSE(std::filesystem::exists(out("u7"))) << "refused before anything is written";
   EXPECT_EQ(run_pwab("score /nonexistent-pwab-run", nullptr, &err), 1);
   EXPECT_TRUE(has(err, "manifest.json")) << err;
   std::string list;

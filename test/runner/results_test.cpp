@@ -157,6 +157,26 @@ TEST(Results, RecordsRoundTripTrickyStrings) {
   EXPECT_EQ(b.steps, 4);
 }
 
+TEST(Results, UserObjectRoundTripsAndIsLeftOutWhenEmpty) {
+  TaskRecord r = fake("test/5");
+  EXPECT_EQ(r.to_json_line().find("\"user\""), std::string::npos);  // records without it are unchanged
+  EXPECT_EQ(TaskRecord::from_json(r.to_json_line()).user_json, "");
+  r.user_json = R"({"leak_guard": 2, "rewrites": 1, "guard_fallbacks": 0, "leaky_drafts": 1})";
+  r.usage_json = R"({"user": {"calls": 3}})";
+  const std::string line = r.to_json_line();
+  EXPECT_NE(line.find(R"("user":{"guard_fallbacks":0,"leak_guard":2,"leaky_drafts":1,"rewrites":1})"),
+            std::string::npos)
+      << line;
+  TaskRecord back = TaskRecord::from_json(line);
+  EXPECT_EQ(back.user_json, R"({"guard_fallbacks":0,"leak_guard":2,"leaky_drafts":1,"rewrites":1})");
+  EXPECT_EQ(back.usage_json, R"({"user":{"calls":3}})");
+  EXPECT_EQ(back.to_json_line(), line);
+  const std::string user_object = R"("user":{"guard_fallbacks":0,"leak_guard":2,"leaky_drafts":1,"rewrites":1})";
+  std::string bad = line;
+  bad.replace(bad.find(user_object), user_object.size(), R"("user":[1])");
+  EXPECT_THROW(TaskRecord::from_json(bad), DataError);
+}
+
 TEST(Results, BadRecordsAreDataErrorsNamingTheProblem) {
   EXPECT_THROW(TaskRecord::from_json("{"), DataError);
   std::string msg = error_of([] { TaskRecord::from_json(R"({"task": "test/1"})"); });

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <mutex>
 #include <set>
@@ -220,6 +221,46 @@ TEST(Run, UsageErrorsStopTheRun) {
   // A user simulator in the single-turn track is a usage error of the whole run, not a task failure.
   UserMaker user = [&](const data::Task& t, int) { return std::make_unique<sim::ScriptedUser>(f.ds, t, 1); };
   EXPECT_THROW(run_tasks(f.environment, tasks, dir, echo_maker(), user, options), UsageError);
+}
+
+//! A user that says one line and reports how many replies it gave (env::UserChannel::record_json).
+class CountingUser final : public env::UserChannel {
+ public:
+  std::string reply(const std::string&) override {
+    ++replies_;
+    return "Something cheaper, please.";
+  }
+  std::string record_json() const override { return R"({"replies": )" + std::to_string(replies_) + "}"; }
+
+ private:
+  int replies_ = 0;
+};
+
+TEST(Run, WhatTheUserReportsIsRecordedAsItsUserObject) {
+  Fixture f;
+  auto tasks = select_tasks(f.ds, "test", TaskRange::parse("0:4"));
+  RunOptions options;
+  options.episode = {Track::kMultiTurn, 10};
+  test::TempDir tmp;
+  {
+    RunDirectory dir = RunDirectory::open(tmp / "run", f.manifest(), false);
+    UserMaker counting = [](const data::Task&, int) { return std::make_unique<CountingUser>(); };
+    run_tasks(f.environment, tasks, dir, echo_maker(), counting, options);
+  }
+  // EchoAgent responds once per multi-turn episode: the user was asked once, after which it was asked for its report.
+  const std::string text = test::read_text(tmp / "run" / kResultsFile);
+  EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 4);
+  std::size_t n = 0;
+  for (std::size_t pos = 0; (pos = text.find(R"("user":{"replies":1})", pos)) != std::string::npos; ++pos) ++n;
+  EXPECT_EQ(n, 4u) << text;
+  for (const auto& r : read_records(tmp / "run")) EXPECT_EQ(r.user_json, R"({"replies":1})");
+  // A user that reports nothing (the scripted one) leaves no "user" object.
+  test::TempDir tmp2;
+  RunDirectory dir = RunDirectory::open(tmp2 / "run", f.manifest(), false);
+  UserMaker scripted = [&](const data::Task& t, int) { return std::make_unique<sim::ScriptedUser>(f.ds, t, 1); };
+  run_tasks(f.environment, tasks, dir, echo_maker(), scripted, options);
+  EXPECT_EQ(test::read_text(tmp2 / "run" / kResultsFile).find("\"user\""), std::string::npos);
+  for (const auto& r : read_records(tmp2 / "run")) EXPECT_EQ(r.user_json, "");
 }
 
 TEST(Run, ShardsMergeToTheUnshardedRun) {

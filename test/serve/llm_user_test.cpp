@@ -3,6 +3,7 @@
 // observation, and the user's stop sentinel means what it means in-process.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include "env/tools.h"
@@ -102,6 +103,46 @@ TEST(ServeLlmUser, TheBudgetStopsPaidCallsAndRecordsCarryTheirUsage) {
   EXPECT_GT(record["usage"]["user"]["prompt_tokens"].get<int64_t>(), 0) << record["usage"].dump();
   Json other = service.end(b)["record"];
   EXPECT_EQ(other["usage"]["user"]["prompt_tokens"], 0) << other["usage"].dump();  // b never reached the model
+}
+
+// The leak guard in a served episode: the user's leaky draft is rewritten before the agent sees it, and the
+// record (the client's and the run directory's) carries the guard's counts as its "user" object.
+TEST(ServeLlmUser, TheLeakGuardRewritesAndTheRecordSaysSo) {
+  OpenAITestServer server;
+  llm::HttpChatModel model(llm::testing::make_endpoint(llm::testing::fast_config(server)));
+  ServiceOptions options;
+  options.llm_user = [&model](const data::Task& task, uint64_t,
+                               const std::string&) -> std::unique_ptr<env::UserChannel> {
+    sim::LlmUserOptions o;
+    o.leak_guard = 1;
+    return std::make_unique<sim::LlmUser>(test::world().ds, task, model, "gpt-4o-mini", o);
+  };
+  pwab::test::TempDir dir;
+  runner::RunManifest manifest;
+  manifest.config_json = R"({"mode":"serve"})";
+  runner::RunDirectory run = runner::RunDirectory::open(dir / "run", manifest, false);
+  EpisodeService service(*test::world().env, options, &run);
+
+  const data::Dataset& ds = test::world().ds;
+  const auto& tasks = ds.tasks(data::Split::kTest);
+  auto task =
+      std::find_if(tasks.begin(), tasks.end(), [](const data::Task& t) { return t.type != data::TaskType::kReview; });
+  ASSERT_NE(task, tasks.end());
+  const std::string asin = ds.product(task->target_product).parent_asin;
+  server.push(ScriptedReply::text("It is " + asin + ", of course."));
+  server.push(ScriptedReply::text("Something that lasts, please."));
+  const Json start = {{"task", data::task_key(*task)}, {"track", "multi"}, {"user_sim", "llm"}};
+  std::string id = service.start(start)["episode_id"];
+  Json r = service.step(id, {{"name", env::kRespond}, {"arguments", {{"content", "Which one do you want?"}}}});
+  EXPECT_EQ(r["observation"], "Something that lasts, please.");
+  ASSERT_EQ(server.n_requests(), 2u);
+  EXPECT_NE(server.requests()[1].body.find(sim::LlmUser::kProductCorrection), std::string::npos);
+  service.step(id, {{"name", env::kStop}});
+  const Json expected = {{"leak_guard", 1}, {"rewrites", 1}, {"guard_fallbacks", 0}, {"leaky_drafts", 1}};
+  EXPECT_EQ(service.end(id)["record"]["user"], expected);
+  auto records = runner::read_records(dir / "run");
+  ASSERT_EQ(records.size(), 1u);
+  EXPECT_EQ(Json::parse(records[0].user_json), expected);
 }
 
 }  // namespace

@@ -264,6 +264,15 @@ TEST_F(ServeCli, AnyAddressNeedsATokenAndTheTokenIsEnforced) {
   unsetenv("PWAB_SERVE_TOKEN");
 }
 
+// The leak guard is the LLM user's: without a user model, or below 0, it is a usage error before anything loads.
+TEST_F(ServeCli, UserGuardNeedsTheLlmUser) {
+  EXPECT_EQ(run_binary("serve --data " + data_ + " --embedder hashing --port 0 --user-guard 2", nullptr, "timeout 60 "),
+            2);
+  EXPECT_EQ(run_binary("serve --data " + data_ + " --embedder hashing --port 0 --user-model m --user-guard -1", nullptr,
+                       "timeout 60 "),
+            2);
+}
+
 TEST_F(ServeCli, RefusesAPortInUse) {
   httplib::Server holder;
   int port = holder.bind_to_any_port("127.0.0.1");

@@ -310,6 +310,191 @@ TEST_F(LlmUserTest, TitleIsInThePromptButNeverRequiredInAReply) {
   EXPECT_EQ(user.n_leaky_replies(), 1);
 }
 
+// --- the leak guard ----------------------------------------------------------------------------------------
+
+//! Whether any message of the dialogue holds `part`.
+bool dialogue_has(const std::vector<llm::Message>& messages, std::string_view part) {
+  return std::any_of(messages.begin(), messages.end(),
+                     [&](const llm::Message& m) { return contains(m.content, part); });
+}
+
+TEST_F(LlmUserTest, WithoutTheGuardLeakyRepliesAreCountedAndReturnedUnchanged) {
+  // The search target is "Voltrix Wireless Earbuds - Black, 40H Playtime" (B0FIXTURE1); 3 of 5 replies leak.
+  const data::Task& task = search_task();
+  LlmUser user(ds_, task, model_, kModel);
+  const std::vector<std::pair<std::string, bool>> said = {
+      {"Something wireless for running.", false},
+      {"Honestly, just get me b0fixture1.", true},                 // the ASIN, in another case
+      {"I'd like voltrix WIRELESS earbuds, black.", true},         // four title words
+      {"Black ones, with a long battery life.", false},
+      {"The Wireless Earbuds - Black, 40H kind.", true},           // four title words across punctuation
+  };
+  for (const auto& [text, leaks] : said) {
+    server_.push(ScriptedReply::text(text));
+    EXPECT_EQ(user.reply("Tell me more."), text);
+    EXPECT_EQ(find_leak(text, ds_, task).any(), leaks) << text;
+  }
+  EXPECT_EQ(user.n_leaky_replies(), 3);
+  EXPECT_EQ(user.n_rewrites(), 0);
+  EXPECT_EQ(user.n_guard_fallbacks(), 0);
+  EXPECT_EQ(server_.n_requests(), said.size());
+  EXPECT_EQ(json::parse(user.record_json()), json({{"leaky_drafts", 3}}));
+  // No leak, guard off: nothing to record, so records stay as they were before the guard existed.
+  LlmUser clean(ds_, task, model_, kModel);
+  server_.push(ScriptedReply::text("Something wireless for running."));
+  clean.reply("Hi");
+  EXPECT_EQ(clean.record_json(), "");
+}
+
+TEST_F(LlmUserTest, GuardAsksAgainWithTheDraftAndACorrectionAndKeepsOnlyTheAcceptedReply) {
+  const data::Task& task = search_task();
+  LlmUserOptions o;
+  o.leak_guard = 2;
+  o.seed = 11;
+  LlmUser user(ds_, task, model_, kModel, o);
+  const std::string draft1 = "It's the B0FIXTURE1 one.";
+  const std::string draft2 = "The Voltrix Wireless Earbuds Black, then.";
+  const std::string draft3 = "Fine: B0FIXTURE1.";
+  // Turn 1: a leak, then a clean rewrite. Turn 2: clean at once. Turn 3: two leaky drafts, then a clean one.
+  server_.push(ScriptedReply::text(draft1));
+  server_.push(ScriptedReply::text("Wireless ones for running, please."));
+  server_.push(ScriptedReply::text("Black would be nice."));
+  server_.push(ScriptedReply::text(draft2));
+  server_.push(ScriptedReply::text(draft3));
+  server_.push(ScriptedReply::text("Whatever lasts longest on one charge."));
+  const std::vector<std::string> returned = {user.reply("What do you need?"), user.reply("Any colour?"),
+                                             user.reply("Which one exactly?")};
+  EXPECT_EQ(returned, (std::vector<std::string>{"Wireless ones for running, please.", "Black would be nice.",
+                                                "Whatever lasts longest on one charge."}));
+  for (const auto& r : returned) EXPECT_FALSE(find_leak(r, ds_, task).any()) << r;
+  EXPECT_EQ(user.n_leaky_replies(), 2);  // replies whose first draft leaked
+  EXPECT_EQ(user.n_rewrites(), 3);
+  EXPECT_EQ(user.n_guard_fallbacks(), 0);
+  EXPECT_EQ(user.usage().calls, 6);
+  ASSERT_EQ(server_.n_requests(), 6u);
+
+  // The rewrite request: the dialogue, the leaky draft as the model's turn, then the correction; the next seed.
+  json first = body(0)["messages"];
+  json rewrite = body(1)["messages"];
+  ASSERT_EQ(rewrite.size(), first.size() + 2);
+  for (std::size_t i = 0; i < first.size(); ++i) EXPECT_EQ(rewrite[i], first[i]);
+  EXPECT_EQ(rewrite[first.size()], json({{"role", "assistant"}, {"content", draft1}}));
+  EXPECT_EQ(rewrite[first.size() + 1], json({{"role", "user"}, {"content", LlmUser::kProductCorrection}}));
+  EXPECT_EQ(body(0)["seed"], 11);
+  EXPECT_EQ(body(1)["seed"], 12);
+  // Turn 2's request holds the accepted reply only: no draft, no correction.
+  json second = body(2)["messages"];
+  ASSERT_EQ(second.size(), first.size() + 2);
+  EXPECT_EQ(second[first.size()], json({{"role", "assistant"}, {"content", "Wireless ones for running, please."}}));
+  EXPECT_EQ(body(2)["seed"], 11);
+  // Turn 3: the second rewrite answers the latest leaky draft, with seed + 2.
+  json third_rewrite = body(5)["messages"];
+  EXPECT_EQ(third_rewrite[third_rewrite.size() - 2], json({{"role", "assistant"}, {"content", draft3}}));
+  EXPECT_EQ(third_rewrite.back()["role"], "user");
+  EXPECT_EQ(body(4)["seed"], 12);
+  EXPECT_EQ(body(5)["seed"], 13);
+  // The dialogue kept: accepted replies only.
+  EXPECT_EQ(user.messages().size(), 9u);
+  EXPECT_EQ(user.messages().back().content, "Whatever lasts longest on one charge.");
+  for (const auto& leaked : {draft1, draft2, draft3}) EXPECT_FALSE(dialogue_has(user.messages(), leaked)) << leaked;
+  EXPECT_FALSE(dialogue_has(user.messages(), LlmUser::kProductCorrection));
+  EXPECT_EQ(json::parse(user.record_json()),
+            json({{"leak_guard", 2}, {"rewrites", 3}, {"guard_fallbacks", 0}, {"leaky_drafts", 2}}));
+}
+
+TEST_F(LlmUserTest, GuardSaysTheNeutralLineWhenEveryRewriteStillLeaks) {
+  const data::Task& task = search_task();
+  LlmUserOptions o;
+  o.leak_guard = 2;
+  LlmUser user(ds_, task, model_, kModel, o);
+  server_.set_chat_handler([](const test::ReceivedRequest&) { return ScriptedReply::text("I want B0FIXTURE1."); });
+  EXPECT_EQ(user.reply("What do you need?"), LlmUser::kGuardFallbackReply);
+  EXPECT_EQ(server_.n_requests(), 3u);  // the draft and two rewrites
+  EXPECT_EQ(user.n_rewrites(), 2);
+  EXPECT_EQ(user.n_guard_fallbacks(), 1);
+  EXPECT_EQ(user.messages().back().content, LlmUser::kGuardFallbackReply);
+  EXPECT_FALSE(find_leak(LlmUser::kGuardFallbackReply, ds_, task).any());
+  // The next turn continues from the fallback line.
+  EXPECT_EQ(user.reply("Anything else?"), LlmUser::kGuardFallbackReply);
+  EXPECT_EQ(body(3)["messages"][4], json({{"role", "assistant"}, {"content", LlmUser::kGuardFallbackReply}}));
+  EXPECT_EQ(user.n_leaky_replies(), 2);
+  EXPECT_EQ(user.n_rewrites(), 4);
+  EXPECT_EQ(user.n_guard_fallbacks(), 2);
+  EXPECT_EQ(json::parse(user.record_json()),
+            json({{"leak_guard", 2}, {"rewrites", 4}, {"guard_fallbacks", 2}, {"leaky_drafts", 2}}));
+}
+
+TEST_F(LlmUserTest, GuardCountsAnEmptyRewriteAndTriesAgain) {
+  LlmUserOptions o;
+  o.leak_guard = 3;
+  LlmUser user(ds_, search_task(), model_, kModel, o);
+  server_.push(ScriptedReply::text("B0FIXTURE1 please."));
+  server_.push(ScriptedReply::text(" "));
+  server_.push(ScriptedReply::text("Something black and wireless."));
+  EXPECT_EQ(user.reply("Which one?"), "Something black and wireless.");
+  EXPECT_EQ(user.n_rewrites(), 2);
+  EXPECT_EQ(user.n_guard_fallbacks(), 0);
+  EXPECT_EQ(user.n_fallback_replies(), 0);
+  // The second rewrite still answers the leaky draft (the empty one said nothing).
+  EXPECT_EQ(body(2)["messages"][4]["content"], "B0FIXTURE1 please.");
+  o.leak_guard = -1;
+  EXPECT_THROW(LlmUser(ds_, search_task(), model_, kModel, o), UsageError);
+}
+
+TEST_F(LlmUserTest, GuardOnAReviewTaskCorrectsQuotesOfTheTrueReview) {
+  data::Task task = review_task();  // outlives the user
+  task.target_review.text = "The board is heavy and the oak grain looks gorgeous on my counter every single day.";
+  LlmUserOptions o;
+  o.leak_guard = 1;
+  LlmUser user(ds_, task, model_, kModel, o);
+  // Naming the product is no leak in a review task (its instruction names it); six words of the review are.
+  server_.push(ScriptedReply::text("My Rustic Oak Cutting Board is lovely."));
+  EXPECT_EQ(user.reply("How do you like it?"), "My Rustic Oak Cutting Board is lovely.");
+  server_.push(ScriptedReply::text("Well, the oak grain looks gorgeous on my counter."));
+  server_.push(ScriptedReply::text("The wood's pattern is beautiful in my kitchen."));
+  EXPECT_EQ(user.reply("What stands out?"), "The wood's pattern is beautiful in my kitchen.");
+  ASSERT_EQ(server_.n_requests(), 3u);
+  EXPECT_EQ(body(2)["messages"].back(), json({{"role", "user"}, {"content", LlmUser::kReviewCorrection}}));
+  EXPECT_EQ(user.n_leaky_replies(), 1);
+  EXPECT_EQ(user.n_rewrites(), 1);
+}
+
+TEST_F(LlmUserTest, GuardLeavesTheStopSentinelAlone) {
+  LlmUserOptions o;
+  o.leak_guard = 2;
+  o.stop_rule = true;
+  LlmUser user(ds_, search_task(), model_, kModel, o);
+  server_.push(ScriptedReply::text("Got it, the B0FIXTURE1, thanks! ###STOP###"));
+  EXPECT_EQ(user.reply("Here it is."), kStopSentinel);  // the agent sees only the sentinel: nothing to rewrite
+  EXPECT_EQ(server_.n_requests(), 1u);
+  EXPECT_EQ(user.n_rewrites(), 0);
+  EXPECT_EQ(user.n_leaky_replies(), 0);
+}
+
+TEST_F(LlmUserTest, GuardRewritesAreCacheSamplesOfTheirOwn) {
+  // Two rewrites of the same draft are the same request but for the sample: a record/replay cache must keep both.
+  test::TempDir dir;
+  auto http = std::make_shared<llm::HttpChatModel>(llm::testing::make_endpoint(llm::testing::fast_config(server_)));
+  auto cache = std::make_shared<llm::ResponseCache>(dir.path());
+  llm::CachedChatModel cached(http, cache, llm::CacheMode::kRecord);
+  LlmUserOptions o;
+  o.leak_guard = 2;
+  server_.push(ScriptedReply::text("B0FIXTURE1."));
+  server_.push(ScriptedReply::text("B0FIXTURE1."));
+  server_.push(ScriptedReply::text("Something wireless."));
+  {
+    LlmUser user(ds_, search_task(), cached, kModel, o);
+    EXPECT_EQ(user.reply("Which?"), "Something wireless.");
+  }
+  EXPECT_EQ(server_.n_requests(), 3u);
+  EXPECT_EQ(cache->n_chat(), 3u);
+  LlmUser again(ds_, search_task(), cached, kModel, o);
+  EXPECT_EQ(again.reply("Which?"), "Something wireless.");
+  EXPECT_EQ(server_.n_requests(), 3u);
+  EXPECT_EQ(again.usage().cached_calls, 3);
+  EXPECT_EQ(again.n_rewrites(), 2);
+}
+
 // --- failures and accounting -------------------------------------------------------------------------------
 
 TEST_F(LlmUserTest, InfraErrorPropagatesAfterTheRetries) {
