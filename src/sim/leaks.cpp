@@ -10,20 +10,49 @@
 
 namespace pwab::sim {
 
+namespace {
+
+//! The length of a UTF-8 sequence that is punctuation or a symbol rather than part of a word, at `text[i]`; 0
+//! otherwise. Covers Latin-1 punctuation and symbols (U+00A0–U+00BF, ×, ÷), the General Punctuation block
+//! (U+2000–U+206F: dashes, curly quotes, ellipsis, thin spaces) and ™ / ℠, so "Earbuds — Black" splits like
+//! "Earbuds - Black" and "Moreno™" like "Moreno".
+std::size_t separator_length(std::string_view text, std::size_t i) {
+  auto at = [&](std::size_t k) { return i + k < text.size() ? static_cast<unsigned char>(text[i + k]) : 0u; };
+  const unsigned lead = at(0);
+  if (lead == 0xC2 && at(1) >= 0xA0 && at(1) <= 0xBF) return 2;
+  if (lead == 0xC3 && (at(1) == 0x97 || at(1) == 0xB7)) return 2;
+  if (lead == 0xE2 && at(1) == 0x80 && at(2) >= 0x80 && at(2) <= 0xBF) return 3;
+  if (lead == 0xE2 && at(1) == 0x81 && at(2) >= 0x80 && at(2) <= 0xAF) return 3;
+  if (lead == 0xE2 && at(1) == 0x84 && (at(2) == 0xA0 || at(2) == 0xA2)) return 3;
+  return 0;
+}
+
+}  // namespace
+
 std::vector<std::string> leak_words(std::string_view text) {
   std::vector<std::string> out;
   std::string cur;
-  for (char c : text) {
-    auto u = static_cast<unsigned char>(c);
+  auto flush = [&] {
+    if (!cur.empty()) out.push_back(std::move(cur));
+    cur.clear();
+  };
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    auto u = static_cast<unsigned char>(text[i]);
     const bool upper = u >= 'A' && u <= 'Z';
-    if (upper || (u >= 'a' && u <= 'z') || (u >= '0' && u <= '9') || u >= 0x80) {
-      cur += static_cast<char>(upper ? u + ('a' - 'A') : u);  // ASCII only: UTF-8 bytes are kept as they are
-    } else if (!cur.empty()) {
-      out.push_back(std::move(cur));
-      cur.clear();
+    if (upper || (u >= 'a' && u <= 'z') || (u >= '0' && u <= '9')) {
+      cur += static_cast<char>(upper ? u + ('a' - 'A') : u);  // ASCII only: other letters are kept as they are
+    } else if (u >= 0x80) {
+      if (std::size_t n = separator_length(text, i); n > 0) {
+        flush();
+        i += n - 1;
+      } else {
+        cur += static_cast<char>(u);  // a byte of a non-ASCII letter (é, ü, 中)
+      }
+    } else {
+      flush();
     }
   }
-  if (!cur.empty()) out.push_back(std::move(cur));
+  flush();
   return out;
 }
 

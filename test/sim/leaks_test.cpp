@@ -41,8 +41,11 @@ data::Task long_review_task() {
 TEST(Leaks, WordsAreLowerCasedRunsOfLettersAndDigits) {
   EXPECT_EQ(leak_words("Voltrix Wireless-Earbuds -- BLACK, 40H!"),
             (Words{"voltrix", "wireless", "earbuds", "black", "40h"}));
-  // Non-ASCII bytes count as letters: accented words stay whole, and so does non-ASCII punctuation.
-  EXPECT_EQ(leak_words("Café Moreno™ — 12 oz"), (Words{"café", "moreno™", "—", "12", "oz"}));
+  // Non-ASCII letters stay inside words; non-ASCII punctuation and symbols separate them like ASCII ones.
+  EXPECT_EQ(leak_words("Café Moreno™ — 12 oz"), (Words{"café", "moreno", "12", "oz"}));
+  EXPECT_EQ(leak_words("Earbuds\u2014Black \u201cPro\u201d\u2026 don\u2019t\u00a0stop \u00bbx\u00d7y\u00ab"),
+            (Words{"earbuds", "black", "pro", "don", "t", "stop", "x", "y"}));
+  EXPECT_EQ(leak_words("\u00fcber \u4e2d\u6587 na\u00efve"), (Words{"\u00fcber", "\u4e2d\u6587", "na\u00efve"}));
   EXPECT_TRUE(leak_words(" ,.;-- ").empty());
   EXPECT_TRUE(leak_words("").empty());
 }
