@@ -40,9 +40,9 @@ step "the same single-turn run without memory, compared with the first (paired d
 "$pwab" run --data "$data" --track single --agent heuristic --memory none --seed 1 --out "$runs/single-none" --quiet >/dev/null
 "$pwab" compare "$runs/single-none" "$runs/single" --data "$data"
 
-step "the report: scores, charts, the paper's analysis figures and every trajectory, in one HTML page"
+step "the report: scores, charts, the paper's analysis figures, why tasks fail and every trajectory, in one HTML page"
 report=$runs/report.html
-"$pwab" report "$runs/single" "$runs/single-none" "$runs/multi" --title "pwab demo: the heuristic agent on the mini data" \
+"$pwab" report "$runs/single" "$runs/single-none" "$runs/multi" --data "$data" --title "pwab demo: the heuristic agent on the mini data" \
     --out "$report"
 
 printf '\ndemo: done; data, index and checkpoint in %s, run directories in %s\n' "$data" "$runs" >&2

@@ -6,8 +6,10 @@
 #include <iostream>
 
 #include "cli/cli.h"
+#include "cli/common.h"
 #include "core/error.h"
 #include "core/sys.h"
+#include "report/diagnosis.h"
 #include "report/report.h"
 
 namespace pwab::cli {
@@ -15,7 +17,7 @@ namespace pwab::cli {
 void add_report_command(CLI::App& app) {
   struct ReportArgs {
     std::vector<std::string> dirs;
-    std::string out, title = "pwab report";
+    std::string out, title = "pwab report", data;
     int resamples = 1000;
     double confidence = 0.95;
     uint64_t seed = 1;
@@ -39,6 +41,9 @@ void add_report_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--failed-below", a->failed_below, "The viewer's default 'failed' threshold on R")
       ->capture_default_str()->check(CLI::Range(0.0, 1.0));
+  cmd->add_option("--data", a->data,
+                  "The runs' dataset: adds the diagnosis (why tasks fail, user leaks, personalization) and the "
+                  "viewer's category and flag filters");
   cmd->add_flag("--quiet", a->quiet, "No summary line on stderr");
   cmd->callback([a] {
     Stopwatch clock;
@@ -50,6 +55,12 @@ void add_report_command(CLI::App& app) {
     options.max_observation_chars = a->max_observation;
     options.failed_below = a->failed_below;
     options.generated_utc = utc_now_iso();
+    if (!a->data.empty()) {
+      // As `pwab score --data` computes it (the default pass rule, the report's bootstrap), so the numbers agree.
+      const data::Dataset ds = load_data(a->data);
+      for (const auto& run : runs)
+        options.diagnoses.push_back(diagnose_run(run, ds, a->data, {}, options.bootstrap));
+    }
     std::string page = report::render_html(runs, options);
     write_file_atomic(a->out, page);
     if (!a->quiet) {

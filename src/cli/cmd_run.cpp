@@ -28,27 +28,6 @@
 namespace pwab::cli {
 namespace {
 
-//! The diagnosis of `run` against DATA, with a warning when the run was not made on that dataset.
-report::Diagnosis diagnose_with_dataset(const report::Run& run, const data::Dataset& ds, const std::string& dir,
-                                        const metrics::PassRule& rule, const metrics::BootstrapOptions& bootstrap) {
-  if (const std::string fingerprint = runner::dataset_fingerprint(dir); fingerprint != run.manifest.dataset_fingerprint)
-    std::cerr << fmt::format("pwab: warning: {} was not made on {} (dataset fingerprint {} vs {})\n", run.dir.string(),
-                             dir, run.manifest.dataset_fingerprint, fingerprint);
-  report::DiagnosisOptions options;
-  options.rule = rule;
-  options.bootstrap = bootstrap;
-  return report::diagnose(run, ds, options);
-}
-
-report::Diagnosis diagnose_with_data(const report::Run& run, const std::string& dir, const metrics::PassRule& rule,
-                                     const metrics::BootstrapOptions& bootstrap) {
-  return diagnose_with_dataset(run, load_data(dir), dir, rule, bootstrap);
-}
-
-}  // namespace
-
-namespace {
-
 // Ctrl-C asks the workers to stop taking tasks; the episodes in flight finish and are recorded. A second
 // Ctrl-C kills the process (results stay consistent: each record is one fsynced line).
 std::atomic<bool> g_interrupted{false};
@@ -243,7 +222,7 @@ void add_run_commands(CLI::App& app) {
     auto summary = metrics::summarize(run.outcomes, bootstrap, rule);
     std::optional<report::Diagnosis> diagnosis;
     if (!s->data.empty()) {
-      diagnosis = diagnose_with_data(run, s->data, rule, bootstrap);
+      diagnosis = diagnose_run(run, load_data(s->data), s->data, rule, bootstrap);
       if (!s->records_out.empty()) write_file_atomic(s->records_out, report::diagnosis_records_jsonl(*diagnosis));
     } else if (!s->records_out.empty()) {
       throw UsageError("--records-out needs --data (the diagnosis reads the dataset)");
@@ -279,8 +258,8 @@ void add_run_commands(CLI::App& app) {
     std::cout << metrics::format_comparison(cmp, ra.title + " [A]", rb.title + " [B]");
     if (!c->data.empty()) {
       const data::Dataset ds = load_data(c->data);
-      auto da = diagnose_with_dataset(ra, ds, c->data, {}, bootstrap);
-      auto db = diagnose_with_dataset(rb, ds, c->data, {}, bootstrap);
+      auto da = diagnose_run(ra, ds, c->data, {}, bootstrap);
+      auto db = diagnose_run(rb, ds, c->data, {}, bootstrap);
       std::cout << report::format_diagnosis_comparison(report::compare_diagnoses(da, db, bootstrap), ra.title + " [A]",
                                                        rb.title + " [B]");
     }

@@ -5,6 +5,7 @@
 
 #include "data/dataset.h"
 #include "env/services.h"
+#include "report/diagnosis.h"
 
 namespace pwab::cli {
 
@@ -15,5 +16,9 @@ std::function<void(const std::string&)> stderr_status();
 //! The --index-dir and --checkpoint flags (empty = DATA's defaults); `announce`: status lines ("pwab: ...") on
 //! stderr, e.g. when SASRec is trained on first use.
 env::ServiceOptions service_options(const std::string& index_dir, const std::string& checkpoint, bool announce = true);
+//! The diagnosis of `run` against the dataset `ds` loaded from `dir` (`pwab score|compare|report --data`), with a
+//! warning on stderr when the run was not made on that dataset.
+report::Diagnosis diagnose_run(const report::Run& run, const data::Dataset& ds, const std::string& dir,
+                               const metrics::PassRule& rule, const metrics::BootstrapOptions& bootstrap);
 
 }  // namespace pwab::cli

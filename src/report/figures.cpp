@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <functional>
 #include <map>
 #include <set>
 
@@ -261,7 +262,201 @@ void append_step_table(std::string& out, const std::string& id, const Analysis& 
   out += "</tbody></table></div>";
 }
 
+// --- Why tasks fail (the diagnosis) ---------------------------------------------------------------------
+
+const DiagnosisGroup& diag_group(const Diagnosis& d, std::size_t g) { return d.groups[g]; }
+
+//! "12 (40%)" as `pwab score --data --format md` writes it ("0" when the group has no records).
+std::string count_share(std::size_t part, std::size_t whole) {
+  if (whole == 0) return "0";
+  return fmt::format("{} ({:.0f}%)", part, 100.0 * static_cast<double>(part) / static_cast<double>(whole));
+}
+
+//! The categories a run's tables and bar show: those with a record, and always "solved".
+std::vector<std::size_t> present_categories(const Diagnosis& d) {
+  std::vector<std::size_t> out;
+  for (std::size_t c = 0; c < kFailureCount; ++c)
+    if (c == static_cast<std::size_t>(Failure::kSolved) || d.groups[3].primary[c] > 0) out.push_back(c);
+  return out;
+}
+
+std::string category_name(std::size_t c) { return std::string(to_string(static_cast<Failure>(c))); }
+
+//! One stacked horizontal bar per task type and overall: the records' primary categories, as shares.
+void append_category_bars(std::string& out, const std::string& id, const Diagnosis& d) {
+  const double width = 900, left = 170, right = 16, row = 26, top = 6;
+  const double height = top * 2 + row * 4, plot_w = width - left - right;
+  out += fmt::format("<figure class=\"chart wide\"><figcaption>Primary category of each (task, trial), share of the "
+                     "type's records</figcaption><svg xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 {} {}\" "
+                     "role=\"img\" aria-label=\"{} failure categories by task type\">",
+                     width, height, id);
+  for (std::size_t g = 0; g < 4; ++g) {
+    const DiagnosisGroup& x = diag_group(d, g);
+    const double y = top + row * static_cast<double>(g);
+    out += fmt::format("<text class=\"rowlabel\" x=\"{}\" y=\"{:.1f}\">{} (n = {})</text>", left - 8, y + row * 0.68,
+                       kGroupNames[g], x.records);
+    if (x.records == 0) {
+      out += fmt::format("<rect class=\"empty\" x=\"{}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"{}\"/>", left, y + 4,
+                         plot_w, row - 8);
+      continue;
+    }
+    double at = left;
+    for (std::size_t c = 0; c < kFailureCount; ++c) {
+      const std::size_t n = x.primary[c];
+      if (n == 0) continue;
+      const double w = plot_w * static_cast<double>(n) / static_cast<double>(x.records);
+      const std::string name = category_name(c);
+      out += fmt::format("<g data-segment=\"{0}.{1}.{2}\" data-count=\"{3}\"><title>{4}, {2}: {5}</title><rect "
+                         "class=\"seg cat-{2}\" x=\"{6:.1f}\" y=\"{7:.1f}\" width=\"{8:.1f}\" height=\"{9}\"/>",
+                         id, kGroupIds[g], name, n, kGroupNames[g], count_share(n, x.records), at, y + 4, w, row - 8);
+      if (w >= 34)
+        out += fmt::format("<text class=\"seglabel\" x=\"{:.1f}\" y=\"{:.1f}\">{:.0f}%</text>", at + w / 2,
+                           y + row * 0.68, 100.0 * static_cast<double>(n) / static_cast<double>(x.records));
+      out += "</g>";
+      at += w;
+    }
+  }
+  out += "</svg></figure>";
+}
+
+//! A table of counts per group: one row per name, cells "count (share%)", a definition column.
+void append_count_table(std::string& out, const std::string& id, const Diagnosis& d, std::string_view what,
+                        const std::vector<std::pair<std::string, std::string>>& rows, const std::string& key,
+                        const std::function<std::size_t(const DiagnosisGroup&, std::size_t)>& count_of, bool swatch) {
+  out += fmt::format("<div class=\"scroll\"><table class=\"scores diagnosis\"><thead><tr><th>{}</th>", what);
+  for (std::size_t g = 0; g < 4; ++g) out += fmt::format("<th class=\"group\">{}</th>", kGroupNames[g]);
+  out += "<th>Definition</th></tr></thead><tbody>\n";
+  for (std::size_t r = 0; r < rows.size(); ++r) {
+    const auto& [name, definition] = rows[r];
+    out += fmt::format("<tr><th class=\"method\">{}<code>{}</code></th>",
+                       swatch ? fmt::format("<span class=\"swatch cat-{}\"></span>", name) : std::string(), name);
+    for (std::size_t g = 0; g < 4; ++g) {
+      const DiagnosisGroup& x = diag_group(d, g);
+      out += metric_td(fmt::format("{}.diagnosis.{}.{}.{}", id, kGroupIds[g], key, name),
+                       count_share(count_of(x, r), x.records), "num group");
+    }
+    out += "<td class=\"def\">" + escape(definition) + "</td></tr>\n";
+  }
+  out += "<tr class=\"counts\"><th>records</th>";
+  for (std::size_t g = 0; g < 4; ++g)
+    out += metric_td(fmt::format("{}.diagnosis.{}.records", id, kGroupIds[g]), std::to_string(d.groups[g].records),
+                     "num group");
+  out += "<td></td></tr></tbody></table></div>";
+}
+
+void append_leaks(std::string& out, const std::string& id, const Diagnosis& d) {
+  out += fmt::format("<h5>User simulator leaks ({} user)</h5><div class=\"scroll\"><table class=\"scores "
+                     "diagnosis\"><thead><tr><th></th>",
+                     escape(d.user_sim));
+  for (std::size_t g = 0; g < 4; ++g) out += fmt::format("<th class=\"group\">{}</th>", kGroupNames[g]);
+  out += "</tr></thead><tbody>\n";
+  auto row = [&](std::string_view display, std::string_view key, const std::function<std::string(const DiagnosisGroup&)>& text) {
+    out += fmt::format("<tr><th class=\"method\">{}</th>", display);
+    for (std::size_t g = 0; g < 4; ++g)
+      out += metric_td(fmt::format("{}.diagnosis.{}.leaks.{}", id, kGroupIds[g], key), text(d.groups[g]), "num group");
+    out += "</tr>\n";
+  };
+  row("Leaked replies", "replies",
+      [](const DiagnosisGroup& g) { return count_share(g.leaked_replies, g.replies) + fmt::format(" of {}", g.replies); });
+  row("Leaked episodes", "episodes", [](const DiagnosisGroup& g) {
+    return count_share(g.leaked_episodes, g.episodes_with_replies) + fmt::format(" of {}", g.episodes_with_replies);
+  });
+  row("Leaks by kind: ASIN / title / review", "kinds", [](const DiagnosisGroup& g) {
+    return fmt::format("{} / {} / {}", g.leak_kinds[0], g.leak_kinds[1], g.leak_kinds[2]);
+  });
+  row("F. Acc, all", "f_all", [](const DiagnosisGroup& g) { return cell(metrics::format_cell(g.f_all)); });
+  row("F. Acc, no leak", "f_clean", [](const DiagnosisGroup& g) { return cell(metrics::format_cell(g.f_clean)); });
+  row("F. Acc, all &minus; no leak", "f_diff", [](const DiagnosisGroup& g) { return cell(metrics::format_diff(g.f_diff)); });
+  row("R. Acc, all", "r_all", [](const DiagnosisGroup& g) { return cell(metrics::format_cell(g.r_all)); });
+  row("R. Acc, no leak", "r_clean", [](const DiagnosisGroup& g) { return cell(metrics::format_cell(g.r_clean)); });
+  row("R. Acc, all &minus; no leak", "r_diff", [](const DiagnosisGroup& g) { return cell(metrics::format_diff(g.r_diff)); });
+  row("Scored episodes without a leak", "clean_outcomes",
+      [](const DiagnosisGroup& g) { return std::to_string(g.clean_outcomes); });
+  out += "</tbody></table></div>";
+  out += fmt::format("<p class=\"note\">A reply leaks when it holds the target's ASIN, {} consecutive words of its "
+                     "title, or (review tasks) {} consecutive words of the true review. \"No leak\": the scored "
+                     "episodes without a leaked reply; the difference is paired (the same resampled tasks for "
+                     "both).</p>",
+                     d.options.leak.title_words, d.options.leak.review_words);
+}
+
+void append_attribution(std::string& out, const std::string& id, const Diagnosis& d) {
+  out += "<h5>Personalization attribution</h5><div class=\"scroll\"><table class=\"scores diagnosis\"><thead><tr>"
+         "<th></th>";
+  for (std::size_t g = 0; g < 4; ++g) out += fmt::format("<th class=\"group\">{}</th>", kGroupNames[g]);
+  out += "</tr></thead><tbody>\n";
+  auto share_row = [&](std::string_view display, std::string_view key, ShareCell DiagnosisGroup::*member) {
+    out += fmt::format("<tr><th class=\"method\">{}</th>", display);
+    for (std::size_t g = 0; g < 4; ++g) {
+      const ShareCell& s = d.groups[g].*member;
+      out += fmt::format("<td class=\"num group\" data-metric=\"{}.diagnosis.{}.attribution.{}\">{}<span "
+                         "class=\"ci\">n = {}</span></td>",
+                         id, kGroupIds[g], key, cell(metrics::format_cell(s.cell)), s.n);
+    }
+    out += "</tr>\n";
+  };
+  share_row("Personal share", "share", &DiagnosisGroup::personal_share);
+  share_row("Records with any", "any", &DiagnosisGroup::personal_any);
+  out += "<tr><th class=\"method\">Calls attributed</th>";
+  for (std::size_t g = 0; g < 4; ++g)
+    out += metric_td(fmt::format("{}.diagnosis.{}.attribution.actions", id, kGroupIds[g]),
+                     std::to_string(d.groups[g].actions), "num group");
+  out += "</tr>\n</tbody></table></div><p class=\"note\">Per task-function call, the share of its distinct content "
+         "words (recommend: ASINs) that only the user's own data explains (the visible history or profile; review: "
+         "the user's past reviews), not the instruction, the user's replies or (review) the product. Personal share: "
+         "the mean per record, then over records; records with any: the share of records with at least one personal "
+         "word or ASIN; n: the records with an attributed call.</p>";
+}
+
 }  // namespace
+
+std::string diagnosis_section(const std::vector<Run>& runs, const std::vector<Diagnosis>& diagnoses,
+                              const metrics::BootstrapOptions& bootstrap) {
+  std::string out = "<section id=\"diagnosis\"><h2>Why tasks fail</h2><p class=\"note\">Computed from the records "
+                    "and the dataset (<code>pwab report --data</code>), as <code>pwab score --data</code> prints it: "
+                    "one primary category per (task, trial), the first that applies in the order of the tables; "
+                    "flags for what else went wrong (a record may have several); for multi-turn runs, the user "
+                    "simulator's leaks; and how much of the agent's parameters came from the user's own data. "
+                    "Cells: records (share of the type's records). " +
+                    escape(fmt::format("Intervals: percentile bootstrap over tasks ({} resamples, {:g}% CI, seed {}).",
+                                       bootstrap.resamples, bootstrap.confidence * 100, bootstrap.seed)) +
+                    "</p>";
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    const Diagnosis& d = diagnoses[i];
+    const std::string id = run_id(i);
+    out += fmt::format("<h3><span class=\"swatch c{}\"></span>{} {}</h3>", i % 8, id, escape(runs[i].title));
+    const auto present = present_categories(d);
+    out += "<ul class=\"legend\">";
+    for (std::size_t c : present)
+      out += fmt::format("<li title=\"{}\"><span class=\"swatch cat-{}\"></span>{}</li>",
+                         escape(describe(static_cast<Failure>(c))), category_name(c), category_name(c));
+    out += "</ul>";
+    append_category_bars(out, id, d);
+    std::vector<std::pair<std::string, std::string>> rows;
+    for (std::size_t c : present) rows.push_back({category_name(c), std::string(describe(static_cast<Failure>(c)))});
+    out += "<h5>Primary categories</h5>";
+    append_count_table(out, id, d, "Category", rows, "primary",
+                       [&](const DiagnosisGroup& g, std::size_t r) { return g.primary[present[r]]; }, true);
+    // The flags some record has (the others would be rows of zeros).
+    std::vector<std::size_t> flags;
+    rows.clear();
+    for (std::size_t b = 0; b < kFlagCount; ++b)
+      if (d.groups[3].flags[b] > 0) {
+        flags.push_back(b);
+        rows.push_back({std::string(flag_name(b)), std::string(describe_flag(b))});
+      }
+    out += "<h5>Flags (records with each; a record may have several)</h5>";
+    if (flags.empty())
+      out += "<p class=\"note\">No record has a flag.</p>";
+    else
+      append_count_table(out, id, d, "Flag", rows, "flags",
+                         [&](const DiagnosisGroup& g, std::size_t r) { return g.flags[flags[r]]; }, false);
+    if (d.multi_turn) append_leaks(out, id, d);
+    append_attribution(out, id, d);
+  }
+  out += "</section>\n";
+  return out;
+}
 
 std::string trials_tables(const std::vector<Run>& runs, const std::vector<metrics::Summary>& sums) {
   std::string out;

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
@@ -277,7 +278,7 @@ void append_comparisons(std::string& out, const std::vector<Run>& runs, const me
   out += "</section>\n";
 }
 
-void append_viewer(std::string& out, const std::vector<Run>& runs) {
+void append_viewer(std::string& out, const std::vector<Run>& runs, bool diagnosed) {
   out += "<section id=\"trajectories\"><h2>Trajectories</h2><form class=\"filters\" id=\"filters\" "
          "onsubmit=\"return false\"><label>Run <select id=\"filter-run\"><option value=\"all\">all</option>";
   for (std::size_t i = 0; i < runs.size(); ++i)
@@ -288,12 +289,19 @@ void append_viewer(std::string& out, const std::vector<Run>& runs) {
          "<label>Ending <select id=\"filter-ending\"><option value=\"all\">all</option></select></label>"
          "<label><input type=\"checkbox\" id=\"filter-failed\"> failed only</label>"
          "<label title=\"A task failed when it errored, scored F = 0, or scored R below this\">R below "
-         "<input type=\"number\" id=\"filter-below\" min=\"0\" max=\"1\" step=\"0.05\"></label>"
-         "<label class=\"grow\">Search <input type=\"search\" id=\"filter-text\" "
+         "<input type=\"number\" id=\"filter-below\" min=\"0\" max=\"1\" step=\"0.05\"></label>";
+  // With the diagnosis (`pwab report --data`): the viewer fills these with the categories and flags present.
+  if (diagnosed)
+    out += "<label title=\"The record's primary failure category (Why tasks fail)\">Category <select "
+           "id=\"filter-category\"><option value=\"all\">any</option></select></label><label title=\"Records with "
+           "this flag\">Flag <select id=\"filter-flag\"><option value=\"all\">any</option></select></label>";
+  out += "<label class=\"grow\">Search <input type=\"search\" id=\"filter-text\" "
          "placeholder=\"instruction, messages, task key, user or ASIN\"></label></form>"
          "<p class=\"note\" id=\"task-count\"></p><div class=\"viewer\"><div class=\"list\"><table class=\"tasks\">"
          "<thead><tr><th>Run</th><th>Task</th><th class=\"trial-col\">Trial</th><th>Type</th><th>F</th><th>R</th>"
-         "<th>Steps</th><th>Ending</th><th>Instruction</th></tr></thead><tbody id=\"task-list\"></tbody></table>"
+         "<th>Steps</th><th>Ending</th>";
+  if (diagnosed) out += "<th>Category</th>";
+  out += "<th>Instruction</th></tr></thead><tbody id=\"task-list\"></tbody></table>"
          "<button type=\"button\" id=\"show-more\" hidden>Show more</button></div>"
          "<div class=\"detail\" id=\"task-detail\"><p class=\"note\">Choose a task to see its trajectory "
          "(keys j / k move through the list).</p></div></div></section>\n";
@@ -357,15 +365,42 @@ Json task_json(std::size_t run, const runner::TaskRecord& r, std::size_t max_cha
   return t;
 }
 
+//! The record's category, flags and detail from its run's diagnosis (matched by task key and trial).
+void add_diagnosis(Json& t, const RecordDiagnosis& d) {
+  t["category"] = std::string(to_string(d.primary));
+  t["flags"] = flag_names(d.flags);
+  if (!d.detail.empty()) t["detail"] = d.detail;
+  if (d.user_replies > 0) t["leaked_replies"] = {d.leaked_replies, d.user_replies};
+  if (!d.leak_evidence.empty()) t["leak_evidence"] = d.leak_evidence;
+}
+
 std::string viewer_data(const std::vector<Run>& runs, const ReportOptions& options) {
   Json j;
+  const bool diagnosed = !options.diagnoses.empty();
+  if (diagnosed) {
+    // The names in the taxonomy's order, with their definitions: the viewer's filters and tooltips.
+    Json categories = Json::array(), flags = Json::array();
+    for (std::size_t c = 0; c < kFailureCount; ++c)
+      categories.push_back({{"name", std::string(to_string(static_cast<Failure>(c)))},
+                          {"definition", std::string(describe(static_cast<Failure>(c)))}});
+    for (std::size_t b = 0; b < kFlagCount; ++b) flags.push_back({{"name", std::string(flag_name(b))}, {"definition", std::string(describe_flag(b))}});
+    j["diagnosis"] = {{"categories", std::move(categories)}, {"flags", std::move(flags)}};
+  }
   j["failed_below"] = options.failed_below;
   j["max_observation"] = options.max_observation_chars;
   Json rs = Json::array(), tasks = Json::array();
   for (std::size_t i = 0; i < runs.size(); ++i) {
     int trials = runner::manifest_trials(runs[i].manifest);
     rs.push_back({{"id", run_id(i)}, {"title", runs[i].title}, {"track", track_name(runs[i].track)}, {"trials", trials}});
-    for (const auto& r : runs[i].records) tasks.push_back(task_json(i, r, options.max_observation_chars, trials > 1));
+    std::map<std::pair<std::string, int>, const RecordDiagnosis*> diagnosed_records;
+    if (diagnosed)
+      for (const auto& d : options.diagnoses[i].records) diagnosed_records[{d.task_key, d.trial}] = &d;
+    for (const auto& r : runs[i].records) {
+      Json t = task_json(i, r, options.max_observation_chars, trials > 1);
+      if (auto it = diagnosed_records.find({r.task_key, r.trial}); it != diagnosed_records.end())
+        add_diagnosis(t, *it->second);
+      tasks.push_back(std::move(t));
+    }
   }
   j["runs"] = std::move(rs);
   j["tasks"] = std::move(tasks);
@@ -403,6 +438,10 @@ std::string cut_utf8(std::string_view text, std::size_t max_bytes) {
 
 std::string render_html(const std::vector<Run>& runs, const ReportOptions& options) {
   if (runs.empty()) throw UsageError("a report needs at least one run directory");
+  const bool diagnosed = !options.diagnoses.empty();
+  if (diagnosed && options.diagnoses.size() != runs.size())
+    throw UsageError(fmt::format("a report over {} runs needs {} diagnoses, got {}", runs.size(), runs.size(),
+                                 options.diagnoses.size()));
   std::vector<metrics::Summary> sums;
   for (const Run& r : runs) sums.push_back(metrics::summarize(r.outcomes, options.bootstrap));
 
@@ -415,13 +454,15 @@ std::string render_html(const std::vector<Run>& runs, const ReportOptions& optio
          "<div id=\"console-errors\" hidden><strong>This page hit a script error:</strong></div>\n<header><h1>" +
          html::escape(options.title) + "</h1><nav><a href=\"#runs\">Runs</a> <a href=\"#scores\">Scores</a> "
          "<a href=\"#charts\">Charts</a>" + (runs.size() > 1 ? " <a href=\"#comparison\">Comparison</a>" : "") +
-         " <a href=\"#analysis\">Analysis</a> <a href=\"#trajectories\">Trajectories</a></nav></header>\n<main>\n";
+         " <a href=\"#analysis\">Analysis</a>" + (diagnosed ? " <a href=\"#diagnosis\">Why tasks fail</a>" : "") +
+         " <a href=\"#trajectories\">Trajectories</a></nav></header>\n<main>\n";
   append_runs(out, runs);
   append_scores(out, runs, sums, options.bootstrap);
   append_charts(out, runs, sums);
   append_comparisons(out, runs, options.bootstrap);
   out += html::analysis_section(runs, sums);
-  append_viewer(out, runs);
+  if (diagnosed) out += html::diagnosis_section(runs, options.diagnoses, options.bootstrap);
+  append_viewer(out, runs, diagnosed);
   out += "</main>\n<footer>Made by <code>pwab report</code> " + std::string(kVersion) +
          (options.generated_utc.empty() ? std::string() : " on " + html::escape(options.generated_utc)) +
          ". The numbers above are those of <code>pwab score</code> on each run directory.</footer>\n";

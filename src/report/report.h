@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "metrics/metrics.h"
+#include "report/diagnosis.h"
 #include "report/runs.h"
 
 namespace pwab::report {
@@ -26,6 +27,10 @@ struct ReportOptions {
   double failed_below = 0.5;
   //! Stamped into the page's footer; empty leaves the time out (reproducible output).
   std::string generated_utc;
+  //! The runs' diagnoses (`pwab report --data`: report::diagnose of each run, in run order): the "Why tasks fail"
+  //! section and each record's category and flags in the viewer, with filters by both. Empty: no diagnosis on the
+  //! page. Otherwise one per run (UsageError when the sizes differ).
+  std::vector<Diagnosis> diagnoses;
 };
 
 //! The page for `runs` (at least one; UsageError otherwise). Runs are shown in the given order and named R1, R2,

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <map>
 #include <sstream>
 #include <nlohmann/json.hpp>
 #include <regex>
@@ -75,6 +76,22 @@ std::string cell(const Json& c) {
   return buf;
 }
 
+//! A difference cell as metrics::format_diff writes it.
+std::string diff_cell(const Json& c) {
+  char buf[96];
+  std::snprintf(buf, sizeof buf, "%+.3f [%.2f, %.2f]", c["value"].get<double>(), c["ci_low"].get<double>(),
+                c["ci_high"].get<double>());
+  return buf;
+}
+
+//! "12 (40%)" as the diagnosis tables write a count and its share of the group's records ("0" of none).
+std::string count_share(long part, long whole) {
+  if (whole == 0) return "0";
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%ld (%.0f%%)", part, 100.0 * static_cast<double>(part) / static_cast<double>(whole));
+  return buf;
+}
+
 //! Text as Chromium's DOM dump serializes it.
 std::string html_text(const std::string& s) {
   std::string out;
@@ -124,8 +141,10 @@ class ReportBrowser : public ::testing::Test {
                          nullptr, &err),
               0)
         << err;
-    ASSERT_EQ(run_pwab("report " + path("st") + " " + path("st-none") + " " + path("mt") + " --out " +
-                             path("report.html"),
+    // With --data: the page has the diagnosis ("Why tasks fail", the viewer's category and flag filters), so every
+    // check below also runs on it; the pages without it are made by the tests that need them.
+    ASSERT_EQ(run_pwab("report " + path("st") + " " + path("st-none") + " " + path("mt") + " --data " + data +
+                             " --out " + path("report.html"),
                          nullptr, &err),
               0)
         << err;
@@ -169,7 +188,7 @@ TEST_F(ReportBrowser, ScreenshotsAreNotBlank) {
   // A link to a trajectory, on a copy of the page showing only the viewer (a link scrolls to the viewer, and
   // headless screenshots of a scrolled page leave the part above the scroll position unpainted).
   std::string page = read_text(path("report.html"));
-  page.insert(page.find("</head>"), "<style>header, #runs, #scores, #charts, #comparison { display: none; }</style>");
+  page.insert(page.find("</head>"), "<style>header, #runs, #scores, #charts, #comparison, #diagnosis { display: none; }</style>");
   write_text(*dir_ / "viewer-only.html", page);
   expect_screenshot(*dir_ / "viewer-only.html", "#task=R3%3Atest%2F0", *dir_ / "trajectory.png", "-trajectory");
 }
@@ -451,6 +470,225 @@ TEST_F(ReportBrowser, AnalysisAndTrialsEqualPwabScore) {
       EXPECT_EQ(metric_text(load.dom, id + ".trials." + g + ".mixed"), cell(tg["mixed"]) + n_multi);
     }
   }
+}
+
+//! `pwab score RUN --data DATA --format json`'s "diagnosis" object.
+Json score_diagnosis(const std::string& run, const std::string& data) {
+  std::string json, err;
+  EXPECT_EQ(run_pwab("score " + run + " --data " + data + " --format json", &json, &err), 0) << err;
+  auto score = Json::parse(json);
+  EXPECT_TRUE(score.contains("diagnosis"));
+  return score["diagnosis"];
+}
+
+//! Every cell of run `id`'s part of "Why tasks fail" in `dom` equals `diagnosis` (pwab score's JSON): the category
+//! and flag counts exactly (rows only for those with a record, and solved), their shares to the page's rounding,
+//! the bar segments, the leaks (multi-turn) and the attribution cells as format_cell / format_diff write them.
+void expect_diagnosis_cells(const std::string& dom, const std::string& id, const Json& diagnosis, bool multi_turn) {
+  for (const char* group : {"search", "recommend", "review", "overall"}) {
+    const std::string at = id + ".diagnosis." + group;
+    const Json& c = diagnosis["categories"][group];
+    const long records = c["records"];
+    EXPECT_EQ(metric_text(dom, at + ".records"), std::to_string(records)) << at;
+    for (const auto& [name, n] : c["primary"].items()) {
+      const long overall = diagnosis["categories"]["overall"]["primary"][name];
+      const std::string shown = metric_text(dom, at + ".primary." + name);
+      if (overall == 0 && name != "solved") {
+        EXPECT_EQ(shown, "") << at << " " << name << ": no record, no row";
+        continue;
+      }
+      EXPECT_EQ(shown, count_share(n.get<long>(), records)) << at << " " << name;
+      const std::string segment = "data-segment=\"" + id + "." + group + "." + name + "\"";
+      if (n.get<long>() > 0)
+        EXPECT_NE(dom.find(segment + " data-count=\"" + n.dump() + "\""), std::string::npos) << segment;
+      else
+        EXPECT_EQ(dom.find(segment), std::string::npos) << segment;
+    }
+    for (const auto& [name, n] : c["flags"].items()) {
+      const long overall = diagnosis["categories"]["overall"]["flags"][name];
+      EXPECT_EQ(metric_text(dom, at + ".flags." + name), overall == 0 ? "" : count_share(n.get<long>(), records))
+          << at << " " << name;
+    }
+    if (multi_turn) {
+      ASSERT_TRUE(diagnosis.contains("leaks"));
+      const Json& l = diagnosis["leaks"][group];
+      EXPECT_EQ(metric_text(dom, at + ".leaks.replies"),
+                count_share(l["leaked_replies"], l["replies"]) + " of " + l["replies"].dump());
+      EXPECT_EQ(metric_text(dom, at + ".leaks.episodes"),
+                count_share(l["leaked_episodes"], l["episodes"]) + " of " + l["episodes"].dump());
+      EXPECT_EQ(metric_text(dom, at + ".leaks.kinds"),
+                l["kinds"]["asin"].dump() + " / " + l["kinds"]["title"].dump() + " / " + l["kinds"]["review"].dump());
+      for (const char* score : {"f_all", "r_all", "f_clean", "r_clean"})
+        EXPECT_EQ(metric_text(dom, at + ".leaks." + score), cell(l["scores"][score])) << at << " " << score;
+      for (const char* score : {"f_diff", "r_diff"})
+        EXPECT_EQ(metric_text(dom, at + ".leaks." + score), diff_cell(l["scores"][score])) << at << " " << score;
+      EXPECT_EQ(metric_text(dom, at + ".leaks.clean_outcomes"), l["scores"]["clean_outcomes"].dump());
+    } else {
+      EXPECT_FALSE(diagnosis.contains("leaks"));
+      EXPECT_EQ(metric_text(dom, at + ".leaks.replies"), "") << "single-turn runs have no leaks table";
+    }
+    const Json& a = diagnosis["attribution"][group];
+    for (const char* share : {"share", "any"})
+      EXPECT_EQ(metric_text(dom, at + ".attribution." + share), cell(a[share]) + "n = " + a[share]["n"].dump())
+          << at << " " << share;
+    EXPECT_EQ(metric_text(dom, at + ".attribution.actions"), a["actions"].dump());
+  }
+}
+
+TEST_F(ReportBrowser, DiagnosisEqualsPwabScore) {
+  auto load = load_page(path("report.html"));
+  expect_clean(load);
+  EXPECT_NE(load.dom.find("<section id=\"diagnosis\">"), std::string::npos);
+  const std::pair<std::string, std::string> runs[] = {{"R1", "st"}, {"R2", "st-none"}, {"R3", "mt"}};
+  for (const auto& [id, name] : runs) {
+    SCOPED_TRACE(id);
+    expect_diagnosis_cells(load.dom, id, score_diagnosis(path(name), path("mini")), name == "mt");
+  }
+}
+
+//! The viewer's Category and Flag filters narrow the list to the records `pwab score --records-out` gives each
+//! category and flag; a trajectory shows its record's category and flags. A copy of the single-turn run is edited
+//! so that some records have flags and other categories (the heuristic's own records have none).
+TEST_F(ReportBrowser, CategoryAndFlagFiltersNarrowTheList) {
+  fs::path flagged = *dir_ / "flagged";
+  pwab::test::copy_dir(path("st"), flagged);
+  auto records = records_of(flagged);
+  ASSERT_GE(records.size(), 8u);
+  for (std::size_t i = 0; i < 3; ++i) {  // a repeated call
+    Json first = records[i]["actions"][0];
+    first["done"] = false;
+    records[i]["actions"].insert(records[i]["actions"].begin(), first);
+  }
+  for (std::size_t i = 3; i < 5; ++i) records[i]["ending"] = "step_cap";
+  records[5]["error"] = "search backend down";  // infra_error
+  records[6]["actions"] = Json::array();         // stopped without an attempt
+  records[6]["attempts"] = Json::array();
+  records[6]["ending"] = "stop";
+  records[6]["steps"] = 0;
+  std::string jsonl;
+  for (const auto& r : records) jsonl += r.dump() + "\n";
+  write_text(flagged / "results.jsonl", jsonl);
+  const fs::path page = *dir_ / "diagnosis.html";
+  std::string err;
+  ASSERT_EQ(run_pwab("report " + path("st") + " " + flagged.string() + " " + path("mt") + " --data " + path("mini") +
+                         " --out " + page.string(),
+                     nullptr, &err),
+            0)
+      << err;
+
+  // Per record: run index, category and flags, from `pwab score --data --records-out`.
+  struct Row {
+    int run;
+    std::string category;
+    std::vector<std::string> flags;
+  };
+  std::vector<Row> rows;
+  const std::string names[] = {path("st"), flagged.string(), path("mt")};
+  for (int i = 0; i < 3; ++i) {
+    const fs::path out = *dir_ / ("records-" + std::to_string(i) + ".jsonl");
+    ASSERT_EQ(run_pwab("score " + names[i] + " --data " + path("mini") + " --records-out " + out.string(), nullptr,
+                       &err),
+              0)
+        << err;
+    std::istringstream in(read_text(out));
+    for (std::string line; std::getline(in, line);)
+      if (!line.empty()) {
+        auto j = Json::parse(line);
+        rows.push_back({i, j["category"], j["flags"].get<std::vector<std::string>>()});
+      }
+  }
+  std::map<std::string, long> by_category, by_flag, run1_by_category;
+  for (const auto& r : rows) {
+    by_category[r.category] += 1;
+    if (r.run == 1) run1_by_category[r.category] += 1;
+    for (const auto& f : r.flags) by_flag[f] += 1;
+  }
+  ASSERT_GE(by_category.size(), 4u) << "solved, recommend_target_absent, infra_error, stopped_without_attempt";
+  ASSERT_EQ(by_flag["repeated_call"], 3);
+  ASSERT_EQ(by_flag["step_cap"], 2);
+
+  std::string html = read_text(page);
+  html.insert(html.rfind("</body>"), R"(<script>
+(function () {
+  var out = { category: {}, flag: {}, run1: {}, detail: {} };
+  function set(id, value) {
+    var e = document.getElementById(id);
+    e.value = value;
+    e.dispatchEvent(new Event('change'));
+  }
+  function matching() { return Number(document.getElementById('task-count').dataset.matching); }
+  function options(id) {
+    return Array.prototype.map.call(document.getElementById(id).options, function (o) { return o.value; })
+        .filter(function (v) { return v !== 'all'; });
+  }
+  out.categories = options('filter-category');
+  out.flags = options('filter-flag');
+  out.categories.forEach(function (c) {
+    set('filter-category', c);
+    out.category[c] = matching();
+    // Every listed row shows that category, and its trajectory names it.
+    var row = document.querySelector('#task-list tr');
+    row.click();
+    var field = document.querySelector('#task-detail [data-field="category"]');
+    out.detail[c] = field ? field.textContent : '';
+    set('filter-run', '1'); out.run1[c] = matching(); set('filter-run', 'all');
+  });
+  set('filter-category', 'all');
+  out.flags.forEach(function (f) { set('filter-flag', f); out.flag[f] = matching(); });
+  set('filter-flag', 'repeated_call');
+  document.querySelector('#task-list tr').click();
+  out.flags_shown = document.querySelector('#task-detail [data-field="flags"]').textContent;
+  set('filter-flag', 'all');
+  out.all = matching();
+  var pre = document.createElement('pre');
+  pre.id = 'test-results';
+  pre.textContent = JSON.stringify(out);
+  document.body.appendChild(pre);
+})();
+</script>)");
+  write_text(*dir_ / "diagnosis-driven.html", html);
+  auto load = load_page(*dir_ / "diagnosis-driven.html");
+  expect_clean(load);
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(load.dom, m, std::regex("<pre id=\"test-results\">([^<]*)</pre>")));
+  auto got = Json::parse(std::regex_replace(m[1].str(), std::regex("&quot;"), "\""));
+
+  // The options: the categories and flags present, in the taxonomy's order (that of pwab score's JSON).
+  std::vector<std::string> categories, flags;
+  const Json flagged_diagnosis = score_diagnosis(flagged.string(), path("mini"));
+  for (const auto& [name, n] : flagged_diagnosis["categories"]["overall"]["primary"].items())
+    if (by_category.count(name)) categories.push_back(name);
+  for (const auto& [name, n] : flagged_diagnosis["categories"]["overall"]["flags"].items())
+    if (by_flag.count(name)) flags.push_back(name);
+  auto sorted = [](std::vector<std::string> v) {
+    std::sort(v.begin(), v.end());
+    return v;
+  };
+  EXPECT_EQ(sorted(got["categories"].get<std::vector<std::string>>()), categories);
+  EXPECT_EQ(sorted(got["flags"].get<std::vector<std::string>>()), flags);
+  for (const auto& [category, n] : by_category) {
+    EXPECT_EQ(got["category"][category], n) << category;
+    EXPECT_EQ(got["run1"][category], run1_by_category[category]) << category;
+    EXPECT_EQ(got["detail"][category], "Category " + category) << category;
+  }
+  for (const auto& [flag, n] : by_flag) EXPECT_EQ(got["flag"][flag], n) << flag;
+  EXPECT_NE(got["flags_shown"].get<std::string>().find("repeated_call"), std::string::npos) << got["flags_shown"];
+  EXPECT_EQ(got["all"], rows.size());
+
+  // The edited run's cells equal pwab score's, as for the fixture's runs.
+  auto plain = load_page(page);
+  expect_clean(plain);
+  expect_diagnosis_cells(plain.dom, "R2", flagged_diagnosis, false);
+
+  // Without --data: no section, no filters, and the viewer works as before.
+  ASSERT_EQ(run_pwab("report " + path("st") + " --out " + (*dir_ / "plain.html").string(), nullptr, &err), 0) << err;
+  auto without = load_page(*dir_ / "plain.html");
+  expect_clean(without);
+  EXPECT_EQ(without.dom.find("id=\"diagnosis\""), std::string::npos);
+  EXPECT_EQ(without.dom.find("id=\"filter-category\""), std::string::npos);
+  EXPECT_EQ(without.dom.find("data-field=\"category\""), std::string::npos);
+  EXPECT_NE(without.dom.find("data-matching=\"" + std::to_string(records_of(path("st")).size()) + "\""),
+            std::string::npos);
 }
 
 //! Negative controls: the same checks on broken pages do report the errors, on both channels.

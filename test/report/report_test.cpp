@@ -3,6 +3,7 @@
 // observations), and a page that loads nothing from outside. The browser side is report_browser_test.cpp.
 #include "report/report.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -10,6 +11,7 @@
 
 #include "core/error.h"
 #include "report/analysis.h"
+#include "report/html_parts.h"
 #include "runner/results.h"
 #include "support/test_support.h"
 #include "page_text.h"
@@ -248,6 +250,122 @@ TEST(RenderHtml, LongObservationsAreCutWithTheirSize) {
 }
 
 TEST(RenderHtml, NoRunsIsAUsageError) { EXPECT_THROW(render_html({}), UsageError); }
+
+// --- the diagnosis on the page (`pwab report --data`) ---------------------------------------------------------
+
+//! A hand-made diagnosis of `run` (the page only shows what it is given): records alternate solved and
+//! search_target_absent; every third has the repeated_call flag; the groups count them.
+Diagnosis diagnosis_of(const report::Run& run, bool multi_turn) {
+  Diagnosis d;
+  d.multi_turn = multi_turn;
+  d.user_sim = "scripted";
+  for (std::size_t i = 0; i < run.records.size(); ++i) {
+    const auto& rec = run.records[i];
+    RecordDiagnosis r;
+    r.task_key = rec.task_key;
+    r.trial = rec.trial;
+    r.type = rec.type;
+    r.primary = i % 2 ? Failure::kSearchTargetAbsent : Failure::kSolved;
+    r.flags = i % 3 == 0 ? kFlagRepeatedCall : 0u;
+    r.detail = "detail of " + rec.task_key;
+    d.records.push_back(r);
+    for (std::size_t g : {static_cast<std::size_t>(rec.type), std::size_t{3}}) {
+      d.groups[g].records += 1;
+      d.groups[g].primary[static_cast<std::size_t>(r.primary)] += 1;
+      if (r.flags) d.groups[g].flags[3] += 1;
+    }
+  }
+  for (auto& g : d.groups) {
+    g.replies = 10, g.leaked_replies = 2, g.episodes_with_replies = 5, g.leaked_episodes = 1;
+    g.f_all = {0.9, 0.8, 1.0};
+    g.f_clean = {0.85, 0.7, 1.0};
+    g.f_diff = {0.05, -0.01, 0.12};
+    g.personal_share = {{0.25, 0.1, 0.4}, 7};
+    g.actions = 9;
+  }
+  return d;
+}
+
+TEST(RenderHtml, WithoutDiagnosesThereIsNoDiagnosis) {
+  TempDir dir;
+  report::Run st = read_run(make_run(dir, "st", "single", records(12)));
+  std::string page = render_html({st});
+  EXPECT_EQ(page.find("id=\"diagnosis\""), std::string::npos);
+  EXPECT_EQ(page.find("href=\"#diagnosis\""), std::string::npos);
+  EXPECT_EQ(page.find("id=\"filter-category\""), std::string::npos);
+  EXPECT_EQ(page.find("id=\"filter-flag\""), std::string::npos);
+  EXPECT_EQ(page.find("data-segment="), std::string::npos);
+  Json j = blob(page);
+  EXPECT_FALSE(j.contains("diagnosis"));
+  for (const auto& t : j["tasks"]) EXPECT_FALSE(t.contains("category"));
+}
+
+TEST(RenderHtml, DiagnosesShowWhyTasksFail) {
+  TempDir dir;
+  report::Run st = read_run(make_run(dir, "st", "single", records(12)));
+  report::Run mt = read_run(make_run(dir, "mt", "multi", records(9, 0.3)));
+  Diagnosis dst = diagnosis_of(st, false), dmt = diagnosis_of(mt, true);
+  dmt.groups[3].primary[static_cast<std::size_t>(Failure::kSolved)] = 0;  // solved stays as a row of zeros
+  const std::string page = render_html({st, mt}, options([&](ReportOptions& o) { o.diagnoses = {dst, dmt}; }));
+
+  EXPECT_NE(page.find("<section id=\"diagnosis\"><h2>Why tasks fail</h2>"), std::string::npos);
+  EXPECT_NE(page.find("href=\"#diagnosis\""), std::string::npos);
+  // Rows: the categories with a record, and solved; cells "count (share%)"; the definition beside each.
+  EXPECT_EQ(metric_text(page, "R1.diagnosis.overall.primary.solved"), "6 (50%)");
+  EXPECT_EQ(metric_text(page, "R1.diagnosis.search.primary.search_target_absent"),
+            std::to_string(dst.groups[0].primary[4]) + " (" +
+                fmt::format("{:.0f}", 100.0 * dst.groups[0].primary[4] / dst.groups[0].records) + "%)");
+  EXPECT_EQ(metric_text(page, "R1.diagnosis.overall.records"), "12");
+  EXPECT_EQ(metric_text(page, "R1.diagnosis.overall.primary.step_cap"), "") << "no record: no row";
+  EXPECT_EQ(metric_text(page, "R2.diagnosis.overall.primary.solved"), "0 (0%)");
+  const std::string section = page.substr(page.find("id=\"diagnosis\""), page.find("id=\"trajectories\"") - page.find("id=\"diagnosis\""));
+  EXPECT_NE(section.find(html::escape(describe(Failure::kSearchTargetAbsent))), std::string::npos);
+  EXPECT_EQ(section.find(html::escape(describe(Failure::kStepCap))), std::string::npos);
+  // One bar segment per (group, category) with records.
+  EXPECT_NE(page.find("data-segment=\"R1.overall.search_target_absent\" data-count=\"6\""), std::string::npos);
+  EXPECT_NE(page.find("class=\"seg cat-solved\""), std::string::npos);
+  // Flags: the ones some record has.
+  EXPECT_EQ(metric_text(page, "R1.diagnosis.overall.flags.repeated_call"), "4 (33%)");
+  EXPECT_EQ(metric_text(page, "R1.diagnosis.overall.flags.step_cap"), "");
+  EXPECT_NE(section.find(html::escape(describe_flag(3))), std::string::npos);
+  // Leaks for the multi-turn run only; cells formatted as `pwab score` formats them.
+  EXPECT_EQ(metric_text(page, "R1.diagnosis.overall.leaks.replies"), "");
+  EXPECT_EQ(metric_text(page, "R2.diagnosis.overall.leaks.replies"), "2 (20%) of 10");
+  EXPECT_EQ(metric_text(page, "R2.diagnosis.overall.leaks.episodes"), "1 (20%) of 5");
+  EXPECT_EQ(metric_text(page, "R2.diagnosis.review.leaks.f_all"), metrics::format_cell(dmt.groups[2].f_all));
+  EXPECT_EQ(metric_text(page, "R2.diagnosis.review.leaks.f_diff"), metrics::format_diff(dmt.groups[2].f_diff));
+  EXPECT_NE(page.find("User simulator leaks (scripted user)"), std::string::npos);
+  // Attribution for both.
+  EXPECT_EQ(metric_text(page, "R1.diagnosis.search.attribution.share"),
+            metrics::format_cell(dst.groups[0].personal_share.cell) + "n = 7");
+  EXPECT_EQ(metric_text(page, "R2.diagnosis.overall.attribution.actions"), "9");
+
+  // The viewer: each record's category and flags, and the two filters.
+  EXPECT_NE(page.find("id=\"filter-category\""), std::string::npos);
+  EXPECT_NE(page.find("id=\"filter-flag\""), std::string::npos);
+  Json j = blob(page);
+  ASSERT_TRUE(j.contains("diagnosis"));
+  EXPECT_EQ(j["diagnosis"]["categories"].size(), kFailureCount);
+  EXPECT_EQ(j["diagnosis"]["flags"][3]["name"], "repeated_call");
+  ASSERT_EQ(j["tasks"].size(), 21u);
+  for (const auto& t : j["tasks"]) {
+    const Diagnosis& d = t["run"] == 0 ? dst : dmt;
+    const auto it = std::find_if(d.records.begin(), d.records.end(),
+                                 [&](const RecordDiagnosis& r) { return r.task_key == t["key"]; });
+    ASSERT_NE(it, d.records.end());
+    EXPECT_EQ(t["category"], std::string(to_string(it->primary)));
+    EXPECT_EQ(t["flags"], Json(flag_names(it->flags)));
+    EXPECT_EQ(t["detail"], it->detail);
+  }
+}
+
+TEST(RenderHtml, DiagnosesMustMatchTheRuns) {
+  TempDir dir;
+  report::Run st = read_run(make_run(dir, "st", "single", records(6)));
+  Diagnosis d = diagnosis_of(st, false);
+  EXPECT_THROW(render_html({st, st}, options([&](ReportOptions& o) { o.diagnoses = {d}; })), UsageError);
+  EXPECT_NO_THROW(render_html({st, st}, options([&](ReportOptions& o) { o.diagnoses = {d, d}; })));
+}
 
 TEST(EscapeJson, ParsesToTheSameValue) {
   Json value = {{"a", "</script><!--x-->"}, {"b", "\xE2\x80\xA8\xE2\x80\xA9"}, {"c", "1 < 2"}};

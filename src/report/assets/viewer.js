@@ -21,6 +21,9 @@
     return parts.join(' ').toLowerCase();
   }
   var tasks = data.tasks;
+  // With `pwab report --data`: each task has its "category" and "flags" (the diagnosis), and the page has the
+  // Category and Flag filters; without, neither.
+  var diagnosis = data.diagnosis || null;
   var byKey = {};            // task key -> indices of that task in every run (for "same task in other runs")
   var hasTrials = false;
   tasks.forEach(function (t, i) {
@@ -32,7 +35,7 @@
 
   var $ = function (id) { return document.getElementById(id); };
   var state = { run: 'all', type: 'all', ending: 'all', failed: false, below: data.failed_below, text: '',
-    shown: PAGE, matches: [], selected: -1 };
+    category: 'all', flag: 'all', shown: PAGE, matches: [], selected: -1 };
 
   function el(tag, className, text) {
     var node = document.createElement(tag);
@@ -52,8 +55,25 @@
     if (state.type !== 'all' && t.type !== state.type) return false;
     if (state.ending !== 'all' && (t.error !== undefined ? 'error' : t.ending) !== state.ending) return false;
     if (state.failed && !failed(t, state.below)) return false;
+    if (state.category !== 'all' && t.category !== state.category) return false;
+    if (state.flag !== 'all' && (t.flags || []).indexOf(state.flag) < 0) return false;
     if (state.text && t.search.indexOf(state.text) < 0) return false;
     return true;
+  }
+
+  function definitionOf(list, name) {
+    for (var i = 0; i < list.length; ++i) if (list[i].name === name) return list[i].definition;
+    return '';
+  }
+  // The record's primary category with its colour (the legend of "Why tasks fail").
+  function categoryCell(t) {
+    var td = el('td', 'cat-col');
+    if (!t.category) return td;
+    td.appendChild(el('span', 'swatch cat-' + t.category));
+    td.appendChild(document.createTextNode(t.category));
+    td.title = t.category + ': ' + definitionOf(diagnosis.categories, t.category) +
+        (t.flags && t.flags.length ? '\nflags: ' + t.flags.join(', ') : '');
+    return td;
   }
 
   function listRow(t) {
@@ -67,6 +87,7 @@
     tr.appendChild(el('td', 'num', fmt3(t.r)));
     tr.appendChild(el('td', 'num', t.steps));
     tr.appendChild(el('td', t.error !== undefined ? 'bad' : '', t.error !== undefined ? 'error' : t.ending));
+    if (diagnosis) tr.appendChild(categoryCell(t));
     var instr = el('td', 'instr', t.instruction);
     instr.title = t.instruction;
     tr.appendChild(instr);
@@ -98,6 +119,10 @@
     var below = parseFloat($('filter-below').value);
     state.below = isNaN(below) ? data.failed_below : below;
     state.text = $('filter-text').value.trim().toLowerCase();
+    if (diagnosis) {
+      state.category = $('filter-category').value;
+      state.flag = $('filter-flag').value;
+    }
     state.shown = PAGE;
     state.matches = [];
     tasks.forEach(function (t, i) { if (matches(t)) state.matches.push(i); });
@@ -191,11 +216,24 @@
     }
     fact(facts, 'Steps', t.steps);
     fact(facts, 'Ending', t.ending || '\u2014');
+    if (t.category) {
+      var category = fact(facts, 'Category', t.category, 'category');
+      category.dataset.field = 'category';
+      category.title = definitionOf(diagnosis.categories, t.category);
+      category.insertBefore(el('span', 'swatch cat-' + t.category), category.lastChild);
+      var flags = fact(facts, 'Flags', t.flags && t.flags.length ? t.flags.join(', ') : 'none');
+      flags.dataset.field = 'flags';
+      flags.title = (t.flags || []).map(function (f) { return f + ': ' + definitionOf(diagnosis.flags, f); }).join('\n');
+      if (t.leaked_replies)
+        fact(facts, 'Leaked replies', t.leaked_replies[0] + ' of ' + t.leaked_replies[1], t.leaked_replies[0] ? 'bad' : '');
+    }
     fact(facts, 'User', t.user);
     fact(facts, 'Target', t.target);
     fact(facts, 'Tokens', t.tokens[0] + ' in, ' + t.tokens[1] + ' out');
     fact(facts, 'Time', t.seconds[0].toFixed(2) + ' s agent, ' + t.seconds[1].toFixed(2) + ' s environment');
     pane.appendChild(facts);
+    if (t.detail) pane.appendChild(el('div', 'diagnosis-detail', 'Why: ' + t.detail));
+    if (t.leak_evidence) pane.appendChild(el('div', 'diagnosis-detail', 'Leaked: \u201c' + t.leak_evidence + '\u201d'));
     pane.appendChild(el('div', 'label-muted', 'Instruction'));
     pane.appendChild(el('div', 'instruction', t.instruction));
 
@@ -267,7 +305,33 @@
     $('filter-ending').appendChild(option);
   });
   $('filter-below').value = data.failed_below;
-  ['filter-run', 'filter-type', 'filter-ending', 'filter-failed', 'filter-below'].forEach(function (id) {
+  var filterIds = ['filter-run', 'filter-type', 'filter-ending', 'filter-failed', 'filter-below'];
+  if (diagnosis) {
+    // The categories and flags the records have, in the taxonomy's order, with how many records have each.
+    document.body.classList.add('has-diagnosis');
+    var fill = function (select, list, count) {
+      list.forEach(function (item) {
+        var n = count(item.name);
+        if (!n) return;
+        var option = el('option', '', item.name + ' (' + n + ')');
+        option.value = item.name;
+        option.title = item.definition;
+        $(select).appendChild(option);
+      });
+    };
+    fill('filter-category', diagnosis.categories, function (name) {
+      return tasks.filter(function (t) { return t.category === name; }).length;
+    });
+    fill('filter-flag', diagnosis.flags, function (name) {
+      return tasks.filter(function (t) { return (t.flags || []).indexOf(name) >= 0; }).length;
+    });
+    if ($('filter-flag').options.length === 1) {
+      $('filter-flag').disabled = true;
+      $('filter-flag').title = 'No record has a flag';
+    }
+    filterIds.push('filter-category', 'filter-flag');
+  }
+  filterIds.forEach(function (id) {
     $(id).addEventListener('change', applyFilters);
   });
   $('filter-text').addEventListener('input', applyFilters);
