@@ -4,6 +4,8 @@
 // cli/start_version loads the libtorch plugin and shows what every command used to pay.
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "bench.h"
 
 namespace fs = std::filesystem;
@@ -54,5 +56,34 @@ const int registered = [] {
             [](const Context&) { return std::string("version"); }, "libtorch   1.");
   return 0;
 }();
+
+// Issue 31: `pwab data validate MINI` against `pwab version` (which loads the libtorch plugin), the two
+// commands run one after the other in every timed run so that both see the same machine.
+const int kValidateVsVersion = add({
+    "cli/validate_mini_vs_version",
+    "pwab data validate MINI (whole command) vs the anchor pwab version (loads libtorch), interleaved",
+    10,
+    setup,
+    [](const Context& ctx, std::vector<Extra>& extras) {
+      static std::vector<double> validate_times, version_times;
+      const std::string pwab = pwab_binary(ctx).string();
+      const std::string sink = " > " + (root(ctx) / "out.txt").string() + " 2>&1";
+      double s = time_command(pwab + " data validate " + mini(ctx).string() + sink);
+      double v = time_command(pwab + " version" + sink);
+      validate_times.push_back(s);
+      version_times.push_back(v);
+      auto median = [](std::vector<double> x) {
+        std::sort(x.begin(), x.end());
+        return x[x.size() / 2];
+      };
+      extras.push_back({"pwab version (median)", median(version_times), "s"});
+      extras.push_back({"validate / version", median(validate_times) / median(version_times), "x"});
+      return s;
+    },
+    [](const Context& ctx) -> std::string {
+      std::string out = run_capture(pwab_binary(ctx).string() + " data validate " + mini(ctx).string() + " 2>&1");
+      return out.find("Checks: 0 errors") != std::string::npos ? "" : "validate output: " + out.substr(0, 300);
+    },
+});
 
 }  // namespace

@@ -3,6 +3,9 @@
 #include <fmt/format.h>
 
 #include <cstdio>
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
 #include <iostream>
 
 #include "cli/cli.h"
@@ -41,6 +44,13 @@ void add_data_commands(CLI::App& app) {
   validate->add_flag("--strict", validate_args->strict, "Treat warnings as errors (exit 1)");
   validate->add_option("--threads", validate_args->threads, "Files parsed at once (0 = all cores)");
   validate->callback([validate_args] {
+#if defined(__GLIBC__)
+    // The load allocates ~200 MB of small records from two parser threads at once. glibc grows a thread's
+    // arena a few pages at a time, one mprotect each (thousands, serialised with the other thread's page
+    // faults); a 64 MiB pad makes that a handful. Only address space is reserved: untouched pages cost nothing.
+    // Scoped to this command, a short-lived process (docs/performance.md, issue 31).
+    mallopt(M_TOP_PAD, 64 << 20);
+#endif
     auto report = data::validate_dataset(validate_args->dir, validate_args->threads);
     std::cout << (validate_args->json ? data::format_report_json(report) + "\n" : data::format_report(report));
     bool failed = report.diag.has_errors() || (validate_args->strict && report.diag.n_warnings() > 0);

@@ -37,6 +37,13 @@ class Dataset {
   void set_source(std::filesystem::path dir) { source_ = std::move(dir); }
   //! Mutable access for builders (loader, generator); not for consumers.
   User& mutable_user(UserId id) { return users_[id]; }
+  //! Same, for a product; its parent_asin must not change (the index keys on it).
+  Product& mutable_product(ProductId id) { return products_[id]; }
+  //! Room for `n` products, so a loader adds them without moving the ones already added.
+  void reserve_products(std::size_t n) {
+    products_.reserve(n);
+    product_index_.reserve(n);
+  }
 
   const std::vector<Product>& products() const { return products_; }
   const Product& product(ProductId id) const { return products_[id]; }

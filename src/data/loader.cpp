@@ -1,12 +1,18 @@
 #include "data/loader.h"
 #include "data/json_text.h"
 
+#include <fcntl.h>
 #include <simdjson.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <charconv>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <regex>
 #include <thread>
 #include <unordered_set>
@@ -79,18 +85,41 @@ std::string quote_key(std::string_view k) {
   return out;
 }
 
-// Location of the record being read: the file, a record label and the JSON path of the record's root.
+// Location of the record being read: the file, and what the record label and the JSON path of the record's root
+// are made of. The two strings are built only when a problem is reported (most records have none).
 struct Where {
   std::string_view file;
   Diagnostics* diag;
-  std::string record;  // e.g. `user "A1..."` or `test[3]`
-  std::string root;    // e.g. `$["A1..."][3]`
+  //! With a noun ("product", "user", "item"): record `noun "key"`, root `$["key"]`; without: record `key`,
+  //! root `$.key` (the splits of user_instructions.json).
+  const char* noun = nullptr;
+  std::string_view key;
+  //! Appended as `[i]` to the root, and to the record when there is no noun (`test[3]`, `$["A1..."][3]`).
+  std::optional<std::size_t> index;
 
+  std::string record() const {
+    std::string r;
+    if (noun) {
+      r = noun;
+      r += " \"";
+      r += key;
+      r += '"';
+    } else {
+      r = key;
+      if (index) r += "[" + std::to_string(*index) + "]";
+    }
+    return r;
+  }
+  std::string root() const {
+    std::string r = noun ? "$" + quote_key(key) : "$." + std::string(key);
+    if (index) r += "[" + std::to_string(*index) + "]";
+    return r;
+  }
   void error(std::string_view check, std::string_view sub, std::string message) const {
-    diag->error(std::string(check), std::string(file), record, root + std::string(sub), std::move(message));
+    diag->error(std::string(check), std::string(file), record(), root() + std::string(sub), std::move(message));
   }
   void warning(std::string_view check, std::string_view sub, std::string message) const {
-    diag->warning(std::string(check), std::string(file), record, root + std::string(sub), std::move(message));
+    diag->warning(std::string(check), std::string(file), record(), root() + std::string(sub), std::move(message));
   }
   void wrong_type(std::string_view sub, const char* expected, dom::element got) const {
     error("schema", sub, std::string("expected ") + expected + ", got " + json_type_name(got.type()) + " " + json_preview(got));
@@ -113,15 +142,51 @@ std::string sub_key(std::string_view prefix, std::string_view key) {
   return s;
 }
 
+// The fields of one JSON object, walked once. simdjson's object[key] walks the object from its start on every
+// call, so reading a record of k fields cost about k*k/2 key comparisons and tape walks; here a lookup compares
+// string_views. The first field with the key wins, as with object[key].
+class Fields {
+ public:
+  //! `walk` false for an object read for one key only: each lookup then asks simdjson.
+  explicit Fields(dom::object o, bool walk = true) : obj_(o), overflow_(!walk) {
+    if (!walk) return;
+    for (auto [k, v] : o) {
+      if (n_ == kMax) {
+        overflow_ = true;
+        break;
+      }
+      keys_[n_] = k;
+      values_[n_] = v;
+      ++n_;
+    }
+  }
+  bool get(std::string_view key, dom::element& out) const {
+    for (std::size_t i = 0; i < n_; ++i)
+      if (keys_[i] == key) {
+        out = values_[i];
+        return true;
+      }
+    return overflow_ && obj_[key].get(out) == simdjson::SUCCESS;
+  }
+
+ private:
+  static constexpr std::size_t kMax = 24;
+  dom::object obj_;
+  std::array<std::string_view, kMax> keys_;
+  std::array<dom::element, kMax> values_;
+  std::size_t n_ = 0;
+  bool overflow_ = false;
+};
+
 // Looks up `key`; reports a missing required field. Returns false if absent.
-bool lookup(dom::object o, std::string_view key, Need need, const Where& w, std::string_view prefix,
+bool lookup(const Fields& o, std::string_view key, Need need, const Where& w, std::string_view prefix,
             dom::element& out) {
-  if (o[key].get(out) == simdjson::SUCCESS) return true;
+  if (o.get(key, out)) return true;
   if (need == Need::kRequired) w.error("schema", prefix, "missing required field \"" + std::string(key) + "\"");
   return false;
 }
 
-bool read_string(dom::object o, std::string_view key, Need need, const Where& w, std::string_view prefix,
+bool read_string(const Fields& o, std::string_view key, Need need, const Where& w, std::string_view prefix,
                  std::string& out, bool null_ok = false) {
   dom::element e;
   if (!lookup(o, key, need, w, prefix, e)) return need == Need::kOptional;
@@ -134,7 +199,7 @@ bool read_string(dom::object o, std::string_view key, Need need, const Where& w,
   return false;
 }
 
-bool read_int(dom::object o, std::string_view key, const Where& w, std::string_view prefix, int64_t& out) {
+bool read_int(const Fields& o, std::string_view key, const Where& w, std::string_view prefix, int64_t& out) {
   dom::element e;
   if (!lookup(o, key, Need::kRequired, w, prefix, e)) return false;
   if (e.is_int64()) {
@@ -153,7 +218,7 @@ bool read_int(dom::object o, std::string_view key, const Where& w, std::string_v
 }
 
 // A JSON scalar kept with its Python type. `allow_str` for fields whose type varies (price).
-bool read_scalar(dom::object o, std::string_view key, Need need, const Where& w, std::string_view prefix,
+bool read_scalar(const Fields& o, std::string_view key, Need need, const Where& w, std::string_view prefix,
                  py::Scalar& out, bool allow_str) {
   dom::element e;
   if (!lookup(o, key, need, w, prefix, e)) return need == Need::kOptional;
@@ -177,7 +242,7 @@ bool read_scalar(dom::object o, std::string_view key, Need need, const Where& w,
 }
 
 // A list of strings; null or missing gives an empty list, a lone string becomes a one-element list.
-bool read_string_list(dom::object o, std::string_view key, const Where& w, std::string_view prefix,
+bool read_string_list(const Fields& o, std::string_view key, const Where& w, std::string_view prefix,
                       std::vector<std::string>& out) {
   dom::element e;
   if (!lookup(o, key, Need::kOptional, w, prefix, e) || e.is_null()) return true;
@@ -207,11 +272,12 @@ bool read_string_list(dom::object o, std::string_view key, const Where& w, std::
 }
 
 bool read_product(dom::element e, const Where& w, std::string_view prefix, Product& p) {
-  dom::object o;
-  if (e.get_object().get(o) != simdjson::SUCCESS) {
+  dom::object obj;
+  if (e.get_object().get(obj) != simdjson::SUCCESS) {
     w.wrong_type(prefix, "a product object", e);
     return false;
   }
+  const Fields o(obj);
   bool ok = read_string(o, "parent_asin", Need::kRequired, w, prefix, p.parent_asin);
   if (ok && p.parent_asin.empty()) {
     w.error("schema", sub_key(prefix, "parent_asin"), "parent_asin is empty");
@@ -226,13 +292,13 @@ bool read_product(dom::element e, const Where& w, std::string_view prefix, Produ
   ok &= read_scalar(o, "price", Need::kOptional, w, prefix, p.price, /*allow_str=*/true);
   std::string store;
   dom::element se;
-  if (o["store"].get(se) == simdjson::SUCCESS && !se.is_null()) {
+  if (o.get("store", se) && !se.is_null()) {
     if (read_string(o, "store", Need::kOptional, w, prefix, store)) p.store = std::move(store);
     else ok = false;
   }
   ok &= read_string_list(o, "categories", w, prefix, p.categories);
   dom::element de;
-  if (o["details"].get(de) == simdjson::SUCCESS) {
+  if (o.get("details", de)) {
     if (de.is_object() || de.is_string()) {
       p.details_json = simdjson::minify(de);
     } else if (de.is_null()) {
@@ -246,11 +312,12 @@ bool read_product(dom::element e, const Where& w, std::string_view prefix, Produ
 }
 
 bool read_review(dom::element e, const Where& w, std::string_view prefix, Review& r) {
-  dom::object o;
-  if (e.get_object().get(o) != simdjson::SUCCESS) {
+  dom::object obj;
+  if (e.get_object().get(obj) != simdjson::SUCCESS) {
     w.wrong_type(prefix, "a review object", e);
     return false;
   }
+  const Fields o(obj);
   bool ok = read_scalar(o, "rating", Need::kRequired, w, prefix, r.rating, false);
   if (ok && r.rating.is_none()) {
     w.error("schema", sub_key(prefix, "rating"), "rating is null");
@@ -314,10 +381,9 @@ void parse_products(dom::element root, ParsedFile& out) {
   dom::object obj;
   if (!root_object(root, out, obj, "parent_asin -> product")) return;
   out.products.reserve(obj.size());
-  Where w{out.name, &out.diag, {}, {}};
+  Where w{out.name, &out.diag, "product", {}, {}};
   for (auto [key, value] : obj) {
-    w.record = "product \"" + std::string(key) + "\"";
-    w.root = "$" + quote_key(key);
+    w.key = key;
     Product p;
     if (!read_product(value, w, "", p)) continue;
     if (p.parent_asin != key) {
@@ -333,27 +399,28 @@ void parse_history(dom::element root, ParsedFile& out) {
   dom::object obj;
   if (!root_object(root, out, obj, "user_id -> list of behaviours")) return;
   out.history.reserve(obj.size());
-  Where w{out.name, &out.diag, {}, {}};
+  Where w{out.name, &out.diag, "user", {}, {}};
   for (auto [key, value] : obj) {
-    w.record = "user \"" + std::string(key) + "\"";
+    w.key = key;
+    w.index.reset();
     RawHistory h;
     h.user_id = std::string(key);
     dom::array arr;
     if (value.get_array().get(arr) != simdjson::SUCCESS) {
-      w.root = "$" + quote_key(key);
       w.wrong_type("", "a list of behaviours", value);
       continue;
     }
     h.behaviours.reserve(arr.size());
     std::size_t i = 0;
     for (dom::element item : arr) {
-      w.root = "$" + quote_key(key) + "[" + std::to_string(i) + "]";
+      w.index = i;
       std::size_t position = i++;
-      dom::object io;
-      if (item.get_object().get(io) != simdjson::SUCCESS) {
+      dom::object item_obj;
+      if (item.get_object().get(item_obj) != simdjson::SUCCESS) {
         w.wrong_type("", "a behaviour object", item);
         continue;
       }
+      const Fields io(item_obj);
       RawBehaviour rb;
       rb.position = position;
       dom::element pe, re;
@@ -366,7 +433,7 @@ void parse_history(dom::element root, ParsedFile& out) {
         w.wrong_type(".product_info", "a product object", pe);
         continue;
       }
-      if (!read_string(po, "parent_asin", Need::kRequired, w, ".product_info", rb.asin)) continue;
+      if (!read_string(Fields(po, /*walk=*/false), "parent_asin", Need::kRequired, w, ".product_info", rb.asin)) continue;
       if (!read_review(re, w, ".review", rb.behaviour.review)) continue;
       std::string split;
       if (!read_string(io, "split", Need::kRequired, w, "", split)) continue;
@@ -388,8 +455,10 @@ void parse_history(dom::element root, ParsedFile& out) {
 void parse_instructions(dom::element root, ParsedFile& out) {
   dom::object obj;
   if (!root_object(root, out, obj, "{\"train\": [...], \"test\": [...]}")) return;
-  Where w{out.name, &out.diag, {}, {}};
+  Where w{out.name, &out.diag, nullptr, {}, {}};
   for (auto [key, value] : obj) {
+    w.key = key;
+    w.index.reset();
     auto split = parse_split(key);
     if (!split || *split == Split::kHistory) {
       out.diag.warning("schema", out.name, "", "$" + quote_key(key),
@@ -398,21 +467,19 @@ void parse_instructions(dom::element root, ParsedFile& out) {
     }
     dom::array arr;
     if (value.get_array().get(arr) != simdjson::SUCCESS) {
-      w.record = std::string(key);
-      w.root = "$." + std::string(key);
       w.wrong_type("", "a list of tasks", value);
       continue;
     }
     std::size_t i = 0;
     for (dom::element item : arr) {
-      w.record = std::string(key) + "[" + std::to_string(i) + "]";
-      w.root = "$." + std::string(key) + "[" + std::to_string(i) + "]";
+      w.index = i;
       ++i;
-      dom::object o;
-      if (item.get_object().get(o) != simdjson::SUCCESS) {
+      dom::object task_obj;
+      if (item.get_object().get(task_obj) != simdjson::SUCCESS) {
         w.wrong_type("", "a task object", item);
         continue;
       }
+      const Fields o(task_obj);
       RawTask rt;
       rt.task.split = *split;
       rt.task.index = static_cast<uint32_t>(i - 1);  // position in the file, for messages
@@ -437,16 +504,18 @@ void parse_instructions(dom::element root, ParsedFile& out) {
       ok &= read_int(o, "timestamp", w, "", rt.task.timestamp);
       dom::element te;
       if (lookup(o, "target", Need::kRequired, w, "", te)) {
-        dom::object to;
-        if (te.get_object().get(to) != simdjson::SUCCESS) {
+        dom::object target_obj;
+        if (te.get_object().get(target_obj) != simdjson::SUCCESS) {
           w.wrong_type(".target", "an object", te);
           ok = false;
         } else {
+          const Fields to(target_obj);
           dom::element pe, re;
           if (lookup(to, "product_info", Need::kRequired, w, ".target", pe)) {
             dom::object po;
             if (pe.get_object().get(po) == simdjson::SUCCESS)
-              ok &= read_string(po, "parent_asin", Need::kRequired, w, ".target.product_info", rt.target_asin);
+              ok &= read_string(Fields(po, /*walk=*/false), "parent_asin", Need::kRequired, w, ".target.product_info",
+                                rt.target_asin);
             else {
               w.wrong_type(".target.product_info", "a product object", pe);
               ok = false;
@@ -471,17 +540,16 @@ void parse_profiles(dom::element root, ParsedFile& out) {
   dom::object obj;
   if (!root_object(root, out, obj, "user_id -> {\"user_profile\": {...}}")) return;
   out.profiles.reserve(obj.size());
-  Where w{out.name, &out.diag, {}, {}};
+  Where w{out.name, &out.diag, "user", {}, {}};
   for (auto [key, value] : obj) {
-    w.record = "user \"" + std::string(key) + "\"";
-    w.root = "$" + quote_key(key);
+    w.key = key;
     dom::object outer, fields;
     dom::element pe;
     if (value.get_object().get(outer) != simdjson::SUCCESS) {
       w.wrong_type("", "an object with \"user_profile\"", value);
       continue;
     }
-    if (!lookup(outer, "user_profile", Need::kRequired, w, "", pe)) continue;
+    if (!lookup(Fields(outer, /*walk=*/false), "user_profile", Need::kRequired, w, "", pe)) continue;
     if (pe.get_object().get(fields) != simdjson::SUCCESS) {
       w.wrong_type(".user_profile", "an object of string fields", pe);
       continue;
@@ -510,11 +578,10 @@ void parse_item_ids(dom::element root, ParsedFile& out) {
   dom::object obj;
   if (!root_object(root, out, obj, "parent_asin -> item id")) return;
   out.item_ids.reserve(obj.size());
-  Where w{out.name, &out.diag, {}, {}};
+  Where w{out.name, &out.diag, "item", {}, {}};
   for (auto [key, value] : obj) {
     if (!value.is_int64() || value.get_int64().value_unsafe() <= 0) {
-      w.record = "item \"" + std::string(key) + "\"";
-      w.root = "$" + quote_key(key);
+      w.key = key;
       w.wrong_type("", "a positive integer (0 is SASRec's padding id)", value);
       continue;
     }
@@ -536,7 +603,7 @@ std::string locate_syntax_error(std::string_view json) {
   return {};
 }
 
-void parse_json_text(std::string_view name, const simdjson::padded_string& text, dom::parser& parser,
+void parse_json_text(std::string_view name, simdjson::padded_string_view text, dom::parser& parser,
                      ParsedFile& out) {
   dom::element root;
   auto err = parser.parse(text).get(root);
@@ -555,7 +622,55 @@ void parse_json_text(std::string_view name, const simdjson::padded_string& text,
   }
 }
 
+// A file mapped read-only with at least SIMDJSON_PADDING readable (zero) bytes after its end: simdjson parses
+// the page cache in place, with no copy into a fresh buffer and no page faults on one (reading into a
+// padded_string was a third of the loader's page faults). An anonymous mapping one page longer than the file is
+// reserved first and the file mapped over its start, so the padding is there whatever the file's size.
+class MappedFile {
+ public:
+  explicit MappedFile(const fs::path& path) {
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return;
+    struct stat st {};
+    if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0) {
+      const std::size_t page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+      std::size_t size = static_cast<std::size_t>(st.st_size);
+      std::size_t span = (size + simdjson::SIMDJSON_PADDING + page - 1) / page * page;
+      void* base = ::mmap(nullptr, span, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+      if (base != MAP_FAILED) {
+        void* file = ::mmap(base, size, PROT_READ, MAP_PRIVATE | MAP_FIXED | MAP_POPULATE, fd, 0);
+        if (file == base) {
+          data_ = static_cast<const char*>(base);
+          size_ = size;
+          span_ = span;
+        } else {
+          ::munmap(base, span);
+        }
+      }
+    }
+    ::close(fd);
+  }
+  ~MappedFile() {
+    if (data_) ::munmap(const_cast<char*>(data_), span_);
+  }
+  MappedFile(const MappedFile&) = delete;
+  MappedFile& operator=(const MappedFile&) = delete;
+
+  bool ok() const { return data_ != nullptr; }
+  simdjson::padded_string_view view() const { return simdjson::padded_string_view(data_, size_, span_); }
+
+ private:
+  const char* data_ = nullptr;
+  std::size_t size_ = 0, span_ = 0;
+};
+
 void parse_file(const fs::path& path, dom::parser& parser, ParsedFile& out) {
+  MappedFile mapped(path);
+  if (mapped.ok()) {
+    parse_json_text(out.name, mapped.view(), parser, out);
+    return;
+  }
+  // Empty files, special files, no mmap: read as before (the same errors).
   simdjson::padded_string text;
   if (simdjson::padded_string::load(path.string()).get(text) != simdjson::SUCCESS) {
     out.diag.error("io", out.name, "", "", "cannot read the file");
@@ -569,25 +684,26 @@ void parse_file(const fs::path& path, dom::parser& parser, ParsedFile& out) {
 // ---------------------------------------------------------------------------------------------------------
 
 void add_products(Dataset& ds, std::vector<ParsedFile>& files, Diagnostics& diag) {
-  // Python merges the parts with dict.update: a repeated key replaces the earlier record. Keep that, but say so.
-  StringMap<std::size_t> seen;
-  std::vector<Product> merged;
+  // Python merges the parts with dict.update: a repeated key replaces the earlier record in its first place.
+  // Keep that, but say so.
+  std::size_t n = 0;
+  for (const auto& f : files)
+    if (f.kind == FileKind::kProducts) n += f.products.size();
+  ds.reserve_products(n);
   for (auto& f : files) {
     if (f.kind != FileKind::kProducts) continue;
     for (auto& p : f.products) {
-      auto [it, inserted] = seen.emplace(p.parent_asin, merged.size());
-      if (inserted) {
-        merged.push_back(std::move(p));
-      } else {
+      if (auto id = ds.find_product(p.parent_asin)) {
         diag.warning("duplicate-key", f.name, "product \"" + p.parent_asin + "\"", "$" + quote_key(p.parent_asin),
                      "product appears more than once; the later record replaces the earlier one");
-        merged[it->second] = std::move(p);
+        ds.mutable_product(*id) = std::move(p);
+      } else {
+        ds.add_product(std::move(p));
       }
     }
     f.products.clear();
     f.products.shrink_to_fit();
   }
-  for (auto& p : merged) ds.add_product(std::move(p));
 }
 
 void add_users(Dataset& ds, std::vector<ParsedFile>& files, Diagnostics& diag) {

@@ -30,7 +30,34 @@ std::string behaviour_text(const Dataset& ds, const Behaviour& b) {
 
 namespace {
 
-void finish_split(const Dataset& ds, Split split, SplitStats& s) {
+// Token counts without building the texts: the fields of product_text and behaviour_text are joined by
+// newlines, and a newline ends a word without being a token, so the count of a joined text is the sum of the
+// counts of its fields (test/data/validate_test.cpp checks this against the texts themselves).
+std::size_t tokens_of(std::string_view s) { return count_basic_tokens(s); }
+std::size_t tokens_of_list(const std::vector<std::string>& list) {
+  std::size_t n = 0;
+  for (const auto& x : list) n += count_basic_tokens(x);
+  return n;
+}
+std::size_t tokens_of_scalar(const py::Scalar& v) { return count_basic_tokens(v.str()); }
+std::size_t tokens_of_store(const Product& p) { return p.store ? count_basic_tokens(*p.store) : 1; }  // "None"
+
+// The product's share of behaviour_text: title, category, store, price.
+std::size_t behaviour_product_tokens(const Product& p) {
+  return tokens_of(p.title) + tokens_of(p.main_category) + tokens_of_store(p) + tokens_of_scalar(p.price);
+}
+// The review's share of behaviour_text: rating, title, text.
+std::size_t behaviour_review_tokens(const Review& r) {
+  return tokens_of_scalar(r.rating) + tokens_of(r.title) + tokens_of(r.text);
+}
+
+// Per-user sums both splits need, each behaviour counted once.
+struct UserBehaviourTokens {
+  std::size_t train_length = 0, train_tokens = 0;  // history + train behaviours
+  std::size_t all_length = 0, all_tokens = 0;      // every behaviour (the test split's)
+};
+
+void finish_split(const Dataset& ds, Split split, const std::vector<UserBehaviourTokens>& per_user, SplitStats& s) {
   const auto& tasks = ds.tasks(split);
   s.n_instructions = tasks.size();
   std::vector<bool> has_task(ds.users().size(), false);
@@ -51,11 +78,9 @@ void finish_split(const Dataset& ds, Split split, SplitStats& s) {
   for (UserId u = 0; u < ds.users().size(); ++u) {
     if (!has_task[u]) continue;
     ++s.n_users;
-    for (const auto& b : ds.user(u).behaviours) {
-      if (split == Split::kTrain && b.split == Split::kTest) continue;
-      ++length;
-      behaviour_tokens += count_basic_tokens(behaviour_text(ds, b));
-    }
+    const auto& c = per_user[u];
+    length += split == Split::kTrain ? c.train_length : c.all_length;
+    behaviour_tokens += split == Split::kTrain ? c.train_tokens : c.all_tokens;
   }
   if (s.n_users) {
     s.avg_behaviour_length = static_cast<double>(length) / static_cast<double>(s.n_users);
@@ -70,23 +95,51 @@ DatasetStats compute_stats(const Dataset& ds) {
   s.n_users = ds.users().size();
   s.n_products = ds.products().size();
   s.n_item_ids = ds.item_ids().size();
+
+  // Products: every field once; the title/category/store/price share is kept for the behaviours.
+  std::vector<uint32_t> product_part(ds.products().size());
+  std::size_t product_tokens = 0;
+  for (std::size_t i = 0; i < ds.products().size(); ++i) {
+    const Product& p = ds.product(static_cast<ProductId>(i));
+    std::size_t part = behaviour_product_tokens(p);
+    product_part[i] = static_cast<uint32_t>(part);
+    product_tokens += part + tokens_of_list(p.features) + tokens_of_list(p.description) +
+                      tokens_of_list(p.categories) + tokens_of(p.details_json) + tokens_of_scalar(p.average_rating) +
+                      tokens_of_scalar(p.rating_number);
+  }
+  if (s.n_products) s.avg_product_tokens = static_cast<double>(product_tokens) / static_cast<double>(s.n_products);
+
+  // Users with a task in some split get their behaviours counted, once for both splits.
+  std::vector<bool> has_task(ds.users().size(), false);
+  for (Split split : {Split::kTrain, Split::kTest})
+    for (const auto& t : ds.tasks(split)) has_task[t.user] = true;
+  std::vector<UserBehaviourTokens> per_user(ds.users().size());
   std::size_t profile_tokens = 0;
   std::vector<bool> bought(ds.products().size(), false);
-  for (const auto& u : ds.users()) {
+  for (UserId id = 0; id < ds.users().size(); ++id) {
+    const User& u = ds.user(id);
     if (u.has_profile) {
       ++s.n_profiles;
-      for (const auto& [k, v] : u.profile.fields) profile_tokens += count_basic_tokens(k + ": " + v);
+      for (const auto& [k, v] : u.profile.fields) profile_tokens += tokens_of(k) + 1 + tokens_of(v);  // "k: v"
     }
     s.n_behaviours += u.behaviours.size();
     for (const auto& b : u.behaviours) bought[b.product] = true;
+    if (!has_task[id]) continue;
+    auto& c = per_user[id];
+    for (const auto& b : u.behaviours) {
+      std::size_t n = product_part[b.product] + behaviour_review_tokens(b.review);
+      ++c.all_length;
+      c.all_tokens += n;
+      if (b.split != Split::kTest) {
+        ++c.train_length;
+        c.train_tokens += n;
+      }
+    }
   }
   for (bool b : bought) s.n_products_in_behaviours += b;
   if (s.n_profiles) s.avg_profile_tokens = static_cast<double>(profile_tokens) / static_cast<double>(s.n_profiles);
-  std::size_t product_tokens = 0;
-  for (const auto& p : ds.products()) product_tokens += count_basic_tokens(product_text(p));
-  if (s.n_products) s.avg_product_tokens = static_cast<double>(product_tokens) / static_cast<double>(s.n_products);
-  finish_split(ds, Split::kTrain, s.train);
-  finish_split(ds, Split::kTest, s.test);
+  finish_split(ds, Split::kTrain, per_user, s.train);
+  finish_split(ds, Split::kTest, per_user, s.test);
   return s;
 }
 

@@ -170,5 +170,50 @@ TEST(Loader, RealProfilesLoadWhenAvailable) {
   EXPECT_EQ(diag.n_warnings(), 0u);
 }
 
+// Issue 31: files are mapped rather than read, with the padding simdjson needs after the end; a file whose size
+// is a multiple of the page (no slack in its last page) must load the same.
+TEST(Loader, FilesOfAnyLengthAgainstThePageLoadTheSame) {
+  test::TempDir dir;
+  test::copy_dir(test::fixture("data/original"), dir.path());
+  Dataset before = load_dataset(dir.path());
+  std::string text = test::read_text(dir / "item_ids.json");
+  for (std::size_t size : {std::size_t{4096}, std::size_t{8192} - 1, std::size_t{8192} - 40, std::size_t{12288}}) {
+    ASSERT_LT(text.size(), size);
+    std::string padded = text + std::string(size - text.size(), ' ');
+    test::write_text(dir / "item_ids.json", padded);
+    ASSERT_EQ(std::filesystem::file_size(dir / "item_ids.json"), size);
+    Dataset after = load_dataset(dir.path());
+    EXPECT_EQ(after.item_ids(), before.item_ids()) << size;
+  }
+}
+
+// A product repeated in a later part replaces the earlier record in its first position (Python's dict.update),
+// with a warning naming the later file.
+TEST(Loader, RepeatedProductReplacesTheEarlierOneInPlace) {
+  test::TempDir dir;
+  test::copy_dir(test::fixture("data/original"), dir.path());
+  Dataset before = load_dataset(dir.path());
+  auto part1 = nlohmann::ordered_json::parse(test::read_text(dir / "all_products_part_1.json"));
+  std::string asin = part1.begin().key();
+  auto changed = part1.begin().value();
+  changed["title"] = "Replaced title";
+  auto part2 = nlohmann::ordered_json::parse(test::read_text(dir / "all_products_part_2.json"));
+  part2[asin] = changed;
+  test::write_text(dir / "all_products_part_2.json", part2.dump());
+  Diagnostics diag;
+  Dataset after = load_dataset(dir.path(), diag);
+  EXPECT_EQ(diag.n_errors(), 0u) << diag.first_error();
+  ASSERT_EQ(after.products().size(), before.products().size());
+  ProductId id = *before.find_product(asin);
+  EXPECT_EQ(*after.find_product(asin), id);
+  EXPECT_EQ(after.product(id).title, "Replaced title");
+  bool warned = false;
+  for (const auto& d : diag.kept())
+    if (d.check == "duplicate-key" && d.to_string().find("all_products_part_2.json") != std::string::npos &&
+        d.to_string().find(asin) != std::string::npos)
+      warned = true;
+  EXPECT_TRUE(warned);
+}
+
 }  // namespace
 }  // namespace pwab::data

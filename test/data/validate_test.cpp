@@ -4,7 +4,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/text.h"
 #include "data/loader.h"
+#include "data/synth.h"
 #include "support/test_support.h"
 
 namespace pwab::data {
@@ -87,6 +89,89 @@ TEST(Validate, UnreadableDirectoryIsAnErrorNotACrash) {
   EXPECT_FALSE(r.loaded);
   EXPECT_EQ(r.diag.n_errors(), 1u);
   EXPECT_NE(format_report(r).find("not a directory"), std::string::npos);
+}
+
+// The statistics as first written: every text built and counted whole, byte by byte. compute_stats counts each
+// field once (and each behaviour once for both splits), with a vectorised counter; the figures must not move.
+std::size_t reference_count(std::string_view text) {
+  std::size_t n = 0;
+  bool in_word = false;
+  for (unsigned char c : text) {
+    bool word_char = c >= 0x80 || (c >= '0' && c <= '9') || ((c | 0x20) >= 'a' && (c | 0x20) <= 'z');
+    if (word_char) {
+      if (!in_word) ++n;
+      in_word = true;
+    } else {
+      in_word = false;
+      if (c != ' ' && c != '\n' && c != '\t' && c != '\r') ++n;
+    }
+  }
+  return n;
+}
+
+void expect_stats_equal_reference(const Dataset& ds) {
+  DatasetStats s = compute_stats(ds);
+  std::size_t profile_tokens = 0, n_profiles = 0, product_tokens = 0;
+  for (const auto& u : ds.users())
+    if (u.has_profile) {
+      ++n_profiles;
+      for (const auto& [k, v] : u.profile.fields) profile_tokens += reference_count(k + ": " + v);
+    }
+  for (const auto& p : ds.products()) product_tokens += reference_count(product_text(p));
+  EXPECT_EQ(s.avg_profile_tokens, static_cast<double>(profile_tokens) / static_cast<double>(n_profiles));
+  EXPECT_EQ(s.avg_product_tokens, static_cast<double>(product_tokens) / static_cast<double>(ds.products().size()));
+  for (Split split : {Split::kTrain, Split::kTest}) {
+    const SplitStats& ss = split == Split::kTrain ? s.train : s.test;
+    std::vector<bool> has_task(ds.users().size(), false);
+    std::size_t instruction_tokens = 0;
+    for (const auto& t : ds.tasks(split)) {
+      has_task[t.user] = true;
+      instruction_tokens += reference_count(t.instruction);
+    }
+    std::size_t users = 0, length = 0, tokens = 0;
+    for (UserId u = 0; u < ds.users().size(); ++u) {
+      if (!has_task[u]) continue;
+      ++users;
+      for (const auto& b : ds.user(u).behaviours) {
+        if (split == Split::kTrain && b.split == Split::kTest) continue;
+        ++length;
+        tokens += reference_count(behaviour_text(ds, b));
+      }
+    }
+    ASSERT_GT(users, 0u);
+    EXPECT_EQ(ss.n_users, users);
+    EXPECT_EQ(ss.avg_behaviour_length, static_cast<double>(length) / static_cast<double>(users));
+    EXPECT_EQ(ss.avg_behaviour_tokens, static_cast<double>(tokens) / static_cast<double>(users));
+    EXPECT_EQ(ss.avg_instruction_tokens,
+              static_cast<double>(instruction_tokens) / static_cast<double>(ds.tasks(split).size()));
+  }
+}
+
+TEST(Validate, StatisticsEqualTheWholeTextCountsOnTheFixture) {
+  expect_stats_equal_reference(load_dataset(test::fixture("data/original")));
+}
+
+TEST(Validate, StatisticsEqualTheWholeTextCountsOnTheMiniSynthetic) {
+  expect_stats_equal_reference(synthesize(SynthOptions{}));
+}
+
+TEST(Validate, VectorisedTokenCountEqualsTheByteLoop) {
+  // Every byte class at every offset of the 16-byte blocks, and words that cross block boundaries.
+  const std::string alphabet = std::string("aZ09 \n\t\r.,:;-'\"$@[`{~/") + "\x7f\x80\xc3\xa9\xff" + std::string(1, '\0');
+  uint64_t state = 42;
+  auto next = [&] { state = state * 6364136223846793005ULL + 1442695040888963407ULL; return state >> 33; };
+  for (int trial = 0; trial < 4000; ++trial) {
+    std::size_t len = next() % 70;
+    std::string text;
+    bool wordy = next() % 2;
+    for (std::size_t i = 0; i < len; ++i)
+      text += wordy && next() % 4 ? 'x' : alphabet[next() % alphabet.size()];
+    ASSERT_EQ(count_basic_tokens(text), reference_count(text)) << '"' << text << '"';
+    ASSERT_EQ(count_basic_tokens(std::string_view(text).substr(len / 3)), reference_count(std::string_view(text).substr(len / 3)));
+  }
+  std::string long_word(100, 'w');
+  EXPECT_EQ(count_basic_tokens(long_word), 1u);
+  EXPECT_EQ(count_basic_tokens(long_word + "." + long_word), 3u);
 }
 
 }  // namespace
