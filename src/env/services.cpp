@@ -42,9 +42,16 @@ void train_default_checkpoint(const data::Dataset& ds, const std::filesystem::pa
 
 Services open_services(const data::Dataset& ds, const std::filesystem::path& data_dir, const ServiceOptions& options) {
   Services s;
-  s.index = search::Index::open_or_build(
-      ds, options.index_dir.empty() ? std::nullopt : std::optional<std::filesystem::path>(options.index_dir));
+  auto open_index = [&] {
+    if (options.opened_index) s.index = options.opened_index();
+    if (!s.index)
+      s.index = search::Index::open_or_build(
+          ds, options.index_dir.empty() ? std::nullopt : std::optional<std::filesystem::path>(options.index_dir));
+  };
   auto ckpt = options.checkpoint.empty() ? default_rec_checkpoint(data_dir) : options.checkpoint;
+  // An index opening elsewhere is asked for after a ready recommender is loaded, to give it the most time;
+  // otherwise (and before a first-run training) the index comes first.
+  if (!options.opened_index || !std::filesystem::exists(ckpt)) open_index();
   if (!std::filesystem::exists(ckpt)) {
     // A checkpoint the user named must exist; the default one is trained on first use, like the index.
     if (!options.checkpoint.empty()) throw Error("no recommender checkpoint at " + ckpt.string());
@@ -54,6 +61,7 @@ Services open_services(const data::Dataset& ds, const std::filesystem::path& dat
   }
   s.recommender = rec::Recommender::load(ckpt, ds);
   s.checkpoint = ckpt;
+  if (!s.index) open_index();
   return s;
 }
 

@@ -28,6 +28,9 @@ struct ServiceOptions {
   std::filesystem::path checkpoint;  //!< SASRec checkpoint (default DATA/.pwab-rec/sasrec.pwab, trained if missing)
   //! Status lines (a first-run training announcement, its progress on a terminal); null = silent.
   std::function<void(const std::string&)> announce;
+  //! When set, asked first for the index (e.g. one opened on another thread from its cache with
+  //! search::Index::open_cached); when it gives null, the index is opened or built as without it.
+  std::function<std::unique_ptr<search::Index>()> opened_index = {};
 };
 
 //! The services behind an environment's search and recommendation tools.

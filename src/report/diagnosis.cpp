@@ -143,46 +143,139 @@ std::vector<std::string> asin_list(const nlohmann::json& p) {
   return out;
 }
 
-//! What the user's own data holds, built once per record.
-struct UserData {
-  StringSet history_words;   // titles, stores and categories of visible-history products; review titles and texts
-  StringSet review_words;    // the user's visible past reviews only
-  StringSet history_asins;   // upper-cased as stored
-  StringSet profile_words;
+//! Content words as small integers: each distinct word of the dataset texts a diagnosis looks at is interned once,
+//! and the words of a product or a past review are tokenised once per diagnosis instead of once per record that
+//! sees them. A word never interned is in none of the user's or product's sets. Not thread-safe: one per diagnose().
+class WordCache {
+ public:
+  static constexpr uint32_t kNone = UINT32_MAX;
+  explicit WordCache(const data::Dataset& ds) : ds_(ds) {}
+
+  //! The id of a word, kNone when no cached text holds it.
+  uint32_t find(const std::string& w) const {
+    auto it = ids_.find(w);
+    return it == ids_.end() ? kNone : it->second;
+  }
+  //! Title, store, main category and categories of a product (what a visible history shows of it).
+  const std::vector<uint32_t>& history_words(data::ProductId id) {
+    auto [it, added] = history_.try_emplace(id);
+    if (added) {
+      const data::Product& p = ds_.product(id);
+      add(it->second, p.title);
+      if (p.store) add(it->second, *p.store);
+      add(it->second, p.main_category);
+      for (const auto& c : p.categories) add(it->second, c);
+    }
+    return it->second;
+  }
+  //! The title and text of a past review.
+  const std::vector<uint32_t>& review_words(const data::Behaviour* b) {
+    auto [it, added] = reviews_.try_emplace(b);
+    if (added) {
+      add(it->second, b->review.title);
+      add(it->second, b->review.text);
+    }
+    return it->second;
+  }
+  //! Every text field of a product (a review task's target).
+  const std::vector<uint32_t>& product_words(data::ProductId id) {
+    auto [it, added] = products_.try_emplace(id);
+    if (added) {
+      const data::Product& p = ds_.product(id);
+      it->second = history_words(id);
+      for (const auto& f : p.features) add(it->second, f);
+      for (const auto& d : p.description) add(it->second, d);
+      add(it->second, p.details_json);
+    }
+    return it->second;
+  }
+  //! The values of a user's profile fields.
+  const std::vector<uint32_t>& profile_words(data::UserId user) {
+    auto [it, added] = profiles_.try_emplace(user);
+    if (added)
+      for (const auto& [name, value] : ds_.user(user).profile.fields) add(it->second, value);
+    return it->second;
+  }
+
+ private:
+  //! content_words(text) as ids. ASCII text (most of it) is split here into one reused buffer, exactly as
+  //! sim::leak_words splits it (ASCII letters lower-cased, letters and digits kept, every other byte separates),
+  //! without a string per word; other text goes through content_words.
+  void add(std::vector<uint32_t>& out, std::string_view text) {
+    if (std::any_of(text.begin(), text.end(), [](char c) { return static_cast<unsigned char>(c) >= 0x80; })) {
+      for (const auto& w : content_words(text)) out.push_back(intern(w));
+      return;
+    }
+    auto flush = [&] {
+      if (word_.size() > 1 && !stop_words().contains(word_)) out.push_back(intern(word_));
+      word_.clear();
+    };
+    word_.clear();
+    for (char c : text) {
+      const auto u = static_cast<unsigned char>(c);
+      if (u >= 'A' && u <= 'Z') word_ += static_cast<char>(u + ('a' - 'A'));
+      else if ((u >= 'a' && u <= 'z') || (u >= '0' && u <= '9')) word_ += c;
+      else if (!word_.empty()) flush();
+    }
+    if (!word_.empty()) flush();
+  }
+  uint32_t intern(const std::string& w) {
+    if (auto it = ids_.find(w); it != ids_.end()) return it->second;
+    return ids_.emplace(w, static_cast<uint32_t>(ids_.size())).first->second;
+  }
+  const data::Dataset& ds_;
+  std::unordered_map<std::string, uint32_t> ids_;
+  std::unordered_map<data::ProductId, std::vector<uint32_t>> history_, products_;
+  std::unordered_map<const data::Behaviour*, std::vector<uint32_t>> reviews_;
+  std::unordered_map<data::UserId, std::vector<uint32_t>> profiles_;
+  std::string word_;  // add()'s buffer
 };
 
-UserData user_data(const data::Dataset& ds, const data::Task& task) {
+//! The word sets of the record being diagnosed, as marks in per-set arrays indexed by word id: a word is in a set
+//! when its mark is the current record's number. Filling a set is one write per word, with no sorting and no
+//! allocation once the arrays have grown; begin() empties every set at once.
+class WordSets {
+ public:
+  enum Set { kHistory, kReview, kProfile, kTarget, kCount };
+  void begin() { ++record_; }
+  void add(Set s, const std::vector<uint32_t>& ids) {
+    auto& marks = marks_[s];
+    for (uint32_t id : ids) {
+      if (id >= marks.size()) marks.resize(std::max<std::size_t>(id + 1, marks.size() * 2), 0);
+      marks[id] = record_;
+    }
+  }
+  bool contains(Set s, uint32_t id) const { return id < marks_[s].size() && marks_[s][id] == record_; }
+
+ private:
+  std::array<std::vector<uint32_t>, kCount> marks_;
+  uint32_t record_ = 0;  // marks start at 0, records at 1
+};
+
+//! What the user's own data holds, built once per record: the words of the visible history (titles, stores and
+//! categories of its products; its review titles and texts), of its reviews only and of the profile in `sets`.
+struct UserData {
+  StringSet history_asins;  // upper-cased as stored
+};
+
+UserData user_data(const data::Dataset& ds, const data::Task& task, WordCache& words, WordSets& sets) {
   UserData u;
   for (const data::Behaviour* b : ds.visible_history(task)) {
     const data::Product& p = ds.product(b->product);
     u.history_asins.insert(p.parent_asin);
-    add_words(u.history_words, p.title);
-    if (p.store) add_words(u.history_words, *p.store);
-    add_words(u.history_words, p.main_category);
-    for (const auto& c : p.categories) add_words(u.history_words, c);
-    add_words(u.review_words, b->review.title);
-    add_words(u.review_words, b->review.text);
+    sets.add(WordSets::kHistory, words.history_words(b->product));
+    const auto& r = words.review_words(b);
+    sets.add(WordSets::kHistory, r);
+    sets.add(WordSets::kReview, r);
   }
-  u.history_words.insert(u.review_words.begin(), u.review_words.end());
-  for (const auto& [name, value] : ds.user(task.user).profile.fields) add_words(u.profile_words, value);
+  sets.add(WordSets::kProfile, words.profile_words(task.user));
   return u;
-}
-
-StringSet product_words(const data::Product& p) {
-  StringSet s;
-  add_words(s, p.title);
-  if (p.store) add_words(s, *p.store);
-  add_words(s, p.main_category);
-  for (const auto& c : p.categories) add_words(s, c);
-  for (const auto& f : p.features) add_words(s, f);
-  for (const auto& d : p.description) add_words(s, d);
-  add_words(s, p.details_json);
-  return s;
 }
 
 //! The attribution of one call; `said` holds the words of the instruction and of the user's replies so far.
 Attribution attribute(const env::Action& action, const nlohmann::json& param, const UserData& user,
-                      const StringSet& said, const StringSet& said_lower, const StringSet* target_words) {
+                      const WordCache& words, const WordSets& sets, const StringSet& said,
+                      const StringSet& said_lower, bool has_target) {
   Attribution a;
   a.kind = *env::task_type_of_function(action.name);
   std::set<std::string> seen;
@@ -203,10 +296,13 @@ Attribution attribute(const env::Action& action, const nlohmann::json& param, co
   for (const auto& w : content_words(param.get<std::string>())) {
     if (said.contains(w)) {
       count(w, false);
-    } else if (a.kind == data::TaskType::kSearch) {
-      count(w, user.history_words.contains(w) || user.profile_words.contains(w));
+      continue;
+    }
+    const uint32_t id = words.find(w);
+    if (a.kind == data::TaskType::kSearch) {
+      count(w, sets.contains(WordSets::kHistory, id) || sets.contains(WordSets::kProfile, id));
     } else {
-      count(w, user.review_words.contains(w) && !(target_words && target_words->contains(w)));
+      count(w, sets.contains(WordSets::kReview, id) && !(has_target && sets.contains(WordSets::kTarget, id)));
     }
   }
   return a;
@@ -226,8 +322,10 @@ std::vector<std::string> flag_names(uint32_t flags) {
   return out;
 }
 
-RecordDiagnosis diagnose_record(const runner::TaskRecord& record, const data::Dataset& ds,
-                                const DiagnosisOptions& options) {
+namespace {
+
+RecordDiagnosis diagnose_one(const runner::TaskRecord& record, const data::Dataset& ds, const DiagnosisOptions& options,
+                             WordCache& words, WordSets& sets) {
   RecordDiagnosis d;
   d.task_key = record.task_key;
   d.trial = record.trial;
@@ -237,12 +335,13 @@ RecordDiagnosis diagnose_record(const runner::TaskRecord& record, const data::Da
   const std::string& target = ds.product(task.target_product).parent_asin;
 
   // Walk the trajectory once: flags, the attempts of the right function, user replies and their leaks.
-  const UserData user = user_data(ds, task);
+  sets.begin();
+  const UserData user = user_data(ds, task, words, sets);
   StringSet said, said_lower;  // instruction and user words: what the agent was told, not what it remembered
   add_words(said, record.instruction);
   for (auto& w : sim::leak_words(record.instruction)) said_lower.insert(w);
-  std::optional<StringSet> target_words;
-  if (record.type == data::TaskType::kReview) target_words = product_words(ds.product(task.target_product));
+  const bool has_target = record.type == data::TaskType::kReview;  // the target's own words are not personal
+  if (has_target) sets.add(WordSets::kTarget, words.product_words(task.target_product));
 
   std::set<std::string> calls_seen;
   bool any_task_call = false, any_right_call = false, any_right_ran = false;
@@ -296,7 +395,7 @@ RecordDiagnosis diagnose_record(const runner::TaskRecord& record, const data::Da
       if (*fn_type == data::TaskType::kRecommend)
         for (const auto& asin : asin_list(*param))
           if (!user.history_asins.contains(asin)) d.flags |= kFlagUnseenHistory;
-      Attribution at = attribute(a.action, *param, user, said, said_lower, target_words ? &*target_words : nullptr);
+      Attribution at = attribute(a.action, *param, user, words, sets, said, said_lower, has_target);
       at.action = i;
       d.attribution.push_back(std::move(at));
     }
@@ -378,6 +477,15 @@ RecordDiagnosis diagnose_record(const runner::TaskRecord& record, const data::Da
     }
   }
   return d;
+}
+
+}  // namespace
+
+RecordDiagnosis diagnose_record(const runner::TaskRecord& record, const data::Dataset& ds,
+                                const DiagnosisOptions& options) {
+  WordCache words(ds);
+  WordSets sets;
+  return diagnose_one(record, ds, options, words, sets);
 }
 
 namespace {
@@ -500,9 +608,11 @@ Diagnosis diagnose(const Run& run, const data::Dataset& ds, const DiagnosisOptio
   d.options = options;
   d.user_sim = user_sim_of(run);
   d.records.reserve(run.records.size());
+  WordCache words(ds);  // each product's and past review's words tokenised once for the whole run
+  WordSets sets;
   for (const auto& record : run.records) {
     try {
-      d.records.push_back(diagnose_record(record, ds, options));
+      d.records.push_back(diagnose_one(record, ds, options, words, sets));
     } catch (const DataError& e) {
       throw DataError(fmt::format("{}: {}", run.dir.string(), e.what()));
     }

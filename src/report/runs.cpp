@@ -49,13 +49,18 @@ std::string run_embedder(const runner::RunManifest& manifest) {
 }
 
 Run read_run(const std::filesystem::path& dir) {
+  auto manifest = runner::read_manifest(dir);
+  return make_run(dir, std::move(manifest), runner::read_records(dir));
+}
+
+Run make_run(const std::filesystem::path& dir, runner::RunManifest manifest, std::vector<runner::TaskRecord> records) {
   Run run;
   run.dir = dir;
-  run.manifest = runner::read_manifest(dir);
+  run.manifest = std::move(manifest);
   run.title = run_title(run.manifest);
   run.track = run_track(run.manifest);
   run.embedder = run_embedder(run.manifest);
-  run.records = runner::read_records(dir);
+  run.records = std::move(records);
   runner::sort_by_task(run.records);
   for (const auto& r : run.records) run.n_errored += r.error.empty() ? 0 : 1;
   run.outcomes = runner::scored_outcomes(run.records);
@@ -82,7 +87,11 @@ std::string render_summary(const metrics::Summary& s, const Run& run, const std:
 
 std::string write_summaries(const std::filesystem::path& dir, const metrics::BootstrapOptions& bootstrap,
                             const data::Dataset* dataset) {
-  auto run = read_run(dir);
+  return write_summaries(read_run(dir), bootstrap, dataset);
+}
+
+std::string write_summaries(const Run& run, const metrics::BootstrapOptions& bootstrap, const data::Dataset* dataset) {
+  const std::filesystem::path& dir = run.dir;
   auto summary = metrics::summarize(run.outcomes, bootstrap);
   std::optional<Diagnosis> diagnosis;
   if (dataset) {

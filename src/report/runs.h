@@ -28,6 +28,10 @@ struct Run {
 
 //! Reads RUN_DIR/manifest.json and results.jsonl; DataError naming the file (and line) on bad input.
 Run read_run(const std::filesystem::path& dir);
+//! The same from a manifest and the final records already at hand (one per (task, trial), in any order: they are
+//! sorted here), e.g. those a run just wrote (runner::RunReport::records, when exact): read_run is this on what it
+//! reads.
+Run make_run(const std::filesystem::path& dir, runner::RunManifest manifest, std::vector<runner::TaskRecord> records);
 
 //! The title of a run in tables: the agent and its memory, e.g. "heuristic (taskspec)", from the manifest's
 //! config ("run" when the config names no agent).
@@ -49,6 +53,9 @@ std::string render_summary(const metrics::Summary& summary, const Run& run, cons
 //! summary as a table. With the run's dataset, summary.md and summary.json also hold the diagnosis (`pwab score
 //! --data DATA` prints the same); the returned table does not.
 std::string write_summaries(const std::filesystem::path& dir, const metrics::BootstrapOptions& bootstrap = {},
+                            const data::Dataset* dataset = nullptr);
+//! The same for a run at hand (read_run or make_run), written to run.dir.
+std::string write_summaries(const Run& run, const metrics::BootstrapOptions& bootstrap = {},
                             const data::Dataset* dataset = nullptr);
 
 }  // namespace pwab::report

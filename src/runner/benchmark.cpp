@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <future>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
@@ -67,7 +68,7 @@ agents::AgentContext agent_context(const RunConfig& config, const RunModels& mod
 //! The manifest: everything that changes what the run computes (--resume refuses any difference).
 RunManifest make_manifest(const RunConfig& config, const RunModels& models, const agents::AgentFactory& agent,
                           const std::string& user_sim, int trials, int max_steps, const embed::Embedder& embedder,
-                          const env::Services& services) {
+                          const env::Services& services, std::string data_fingerprint) {
   Json json = {{"split", config.split},
                {"track", config.track == Track::kSingleTurn ? "single" : "multi"},
                {"tasks", config.tasks.to_string()},
@@ -86,7 +87,7 @@ RunManifest make_manifest(const RunConfig& config, const RunModels& models, cons
   RunManifest manifest;
   manifest.config_json = json.dump();
   manifest.seed = config.seed;
-  manifest.dataset_fingerprint = dataset_fingerprint(config.data);
+  manifest.dataset_fingerprint = std::move(data_fingerprint);
   manifest.pwab_version = kVersion;
   manifest.shard_index = config.shard_index;
   manifest.shard_count = config.shard_count;
@@ -164,6 +165,12 @@ BenchmarkResult run_benchmark(const RunConfig& config, RunModels& models, const 
   Stopwatch setup;
   data::Dataset ds = data::load_dataset(config.data);
   auto tasks = select_tasks(ds, config.split, config.tasks, config.shard_index, config.shard_count);
+  // The search index opens from its cache on a second core while the embedder and the agents load (a missing or
+  // stale index is built later by open_environment, after the agent's usage errors, as before).
+  std::future<std::unique_ptr<search::Index>> cached_index = std::async(std::launch::async, [&ds, &config] {
+    return search::Index::open_cached(
+        ds, config.index_dir.empty() ? std::nullopt : std::optional<std::filesystem::path>(config.index_dir));
+  });
   std::unique_ptr<embed::Embedder> embedder = take_embedder(config, models, ds);
   const embed::Embedder& embedder_ref = *embedder;
 
@@ -174,12 +181,17 @@ BenchmarkResult run_benchmark(const RunConfig& config, RunModels& models, const 
   agents::AgentFactory& agent = factories.first();
 
   // The services come after the agent, so that its usage errors come before a first-run SASRec training.
-  env::ServiceOptions service_options{config.index_dir, config.checkpoint, hooks.status};
+  std::string data_fingerprint = dataset_fingerprint(config.data);  // while the index opens
+  env::ServiceOptions service_options;
+  service_options.index_dir = config.index_dir;
+  service_options.checkpoint = config.checkpoint;
+  service_options.announce = hooks.status;
+  service_options.opened_index = [&cached_index] { return cached_index.get(); };
   env::DatasetEnvironment world = env::open_environment(ds, config.data, service_options, std::move(embedder), config.top_k);
 
   const int max_steps = episode_step_cap(config, agent.react_style());
   auto dir = RunDirectory::open(config.out, make_manifest(config, models, agent, user_sim, result.trials, max_steps,
-                                                          embedder_ref, world.services),
+                                                          embedder_ref, world.services, std::move(data_fingerprint)),
                                 config.resume);
   if (dir.n_truncated()) say(hooks, "dropped an unfinished last line left by an interrupted run");
   if (config.resume) carry_prior_usage(config.out, ledger);
@@ -203,6 +215,9 @@ BenchmarkResult run_benchmark(const RunConfig& config, RunModels& models, const 
     if (hooks.progress) hooks.progress(p, uses_llm ? ledger.run_total().cost_text() : std::string());
   };
   if (uses_llm) options.on_record = [&ledger](TaskRecord& r) { r.usage_json = ledger.to_json(r.id().to_string()); };
+  // A fresh run's summaries come from the records it wrote, kept in memory, instead of reading them back (a resumed
+  // run's file holds earlier sessions' records too).
+  options.keep_records = !config.resume;
   say(hooks, fmt::format("{} {} tasks{} of {} ({}-turn, agent {}, user {}); setup {:.1f} s", tasks.size(),
                          config.split, result.trials > 1 ? fmt::format(" x {} trials", result.trials) : "",
                          config.data.string(), config.track == Track::kSingleTurn ? "single" : "multi", agent.name(),
@@ -230,7 +245,13 @@ BenchmarkResult run_benchmark(const RunConfig& config, RunModels& models, const 
     result.usage_json = ledger.to_json();
     result.cost_text = ledger.run_total().cost_text();
   }
-  if (!report.cancelled) result.summary_table = report::write_summaries(config.out, {}, &ds);
+  if (!report.cancelled) {
+    if (options.keep_records && report.records_exact && report.records.size() == todo.size())
+      result.summary_table = report::write_summaries(
+          report::make_run(config.out, read_manifest(config.out), std::move(report.records)), {}, &ds);
+    else
+      result.summary_table = report::write_summaries(config.out, {}, &ds);
+  }
   return result;
 }
 

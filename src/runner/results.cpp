@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstring>
 #include <ctime>
 #include <map>
@@ -376,16 +377,18 @@ TaskRecord make_record(const data::Dataset& ds, const data::Task& task, const Ep
 
 // --- run directory ---------------------------------------------------------------------------------------
 
-namespace {
-
 // A record waiting to be committed with others (RunDirectory::append).
-struct PendingRecord {
+struct detail::PendingRecord {
   std::string line;
   RecordId id;
   bool ok = false;      // the record has no error
   bool done = false;    // written and synced, or failed
   std::string failure;  // why it was not written
 };
+
+namespace {
+
+using detail::PendingRecord;
 
 // Writes whole lines with one write and syncs them; "" when they are on disk, else why not (the file cut back).
 std::string write_batch(int fd, const fs::path& file, const std::vector<std::shared_ptr<PendingRecord>>& batch) {
@@ -493,18 +496,42 @@ bool RunDirectory::is_done(const RecordId& id) const {
   return it != state_->latest_ok.end() && it->second;
 }
 
+namespace {
+
+//! Whether read_records gives back exactly `r` for `line` (its to_json_line): no usage or user object (read back
+//! re-serialized), every number finite (a non-finite one is written as null, which does not read back) and no
+//! U+FFFD in the line (invalid UTF-8 is written replaced; a U+FFFD that was there already is counted too, to be
+//! safe). Conservative: false only costs the caller a re-read.
+bool reads_back_exactly(const TaskRecord& r, std::string_view line) {
+  if (!r.usage_json.empty() || !r.user_json.empty()) return false;
+  if (line.find("\xEF\xBF\xBD") != std::string_view::npos) return false;
+  auto finite = [](double x) { return std::isfinite(x); };
+  if (!finite(r.seconds_env) || !finite(r.seconds_agent)) return false;
+  for (const auto& a : r.actions)
+    if (!finite(a.reward.function_acc) || !finite(a.reward.result_acc)) return false;
+  for (const auto& a : r.attempts)
+    if (!finite(a.function_acc) || !finite(a.result_acc)) return false;
+  return true;
+}
+
+}  // namespace
+
+RecordLine::RecordLine(TaskRecord r) : record(std::move(r)) {
+  line = record.to_json_line() + "\n";
+  exact = reads_back_exactly(record, line);
+}
+
 // Appends are committed in groups: the first caller to find no write under way writes every record queued so far
-// with one write and one fsync, while the callers behind it wait; each call returns once its own record is on
-// disk (or throws when it is not). Hundreds of episodes finishing at once cost a few fsyncs, not hundreds.
-void RunDirectory::append(const TaskRecord& record) {
-  auto me = std::make_shared<PendingRecord>();
-  me->line = record.to_json_line() + "\n";
-  me->id = record.id();
-  me->ok = record.error.empty();
+// with one write and one fsync, while the callers behind it wait; each call returns once its own records are on
+// disk (or throws when they are not). Hundreds of episodes finishing at once cost a few fsyncs, not hundreds.
+void RunDirectory::commit(const std::vector<std::shared_ptr<PendingRecord>>& mine) {
   State& st = *state_;
   std::unique_lock lock(st.mu);
-  st.queue.push_back(me);
-  while (!me->done) {
+  st.queue.insert(st.queue.end(), mine.begin(), mine.end());
+  auto all_done = [&] {
+    return std::all_of(mine.begin(), mine.end(), [](const auto& p) { return p->done; });
+  };
+  while (!all_done()) {
     if (st.writing) {
       st.written.wait(lock);
       continue;
@@ -523,7 +550,29 @@ void RunDirectory::append(const TaskRecord& record) {
     st.writing = false;
     st.written.notify_all();
   }
-  if (!me->failure.empty()) throw Error(me->failure);
+  for (const auto& p : mine)
+    if (!p->failure.empty()) throw Error(p->failure);
+}
+
+void RunDirectory::append(const TaskRecord& record) {
+  auto p = std::make_shared<PendingRecord>();
+  p->line = record.to_json_line() + "\n";
+  p->id = record.id();
+  p->ok = record.error.empty();
+  commit({p});
+}
+
+void RunDirectory::append_all(const std::vector<RecordLine>& records) {
+  std::vector<std::shared_ptr<PendingRecord>> pending;
+  pending.reserve(records.size());
+  for (const auto& r : records) {
+    auto p = std::make_shared<PendingRecord>();
+    p->line = r.line;
+    p->id = r.record.id();
+    p->ok = r.record.error.empty();
+    pending.push_back(std::move(p));
+  }
+  commit(pending);
 }
 
 // --- reading, merging, sharding --------------------------------------------------------------------------

@@ -115,6 +115,22 @@ using data::task_key;
 //! The record of a finished episode (error empty) of trial `trial`.
 TaskRecord make_record(const data::Dataset& ds, const data::Task& task, const EpisodeResult& result, int trial = 0);
 
+//! A record with its results.jsonl line, made before the append (RunDirectory::append_all), e.g. by the thread
+//! that ran the episode rather than the one that writes.
+struct RecordLine {
+  TaskRecord record;
+  std::string line;   //!< record.to_json_line() and a newline
+  //! Whether read_records gives `record` back exactly from `line`: false when the record holds something its line
+  //! does not carry back as it is (invalid UTF-8, written replaced; a non-finite number, written as null; a usage
+  //! or user object, read back re-serialized) or, to be safe, when the line holds a U+FFFD.
+  bool exact = true;
+  explicit RecordLine(TaskRecord r);
+};
+
+namespace detail {
+struct PendingRecord;  // a line waiting for its write (results.cpp)
+}
+
 //! An open run directory, appending to results.jsonl. Movable, not copyable; append() is thread-safe.
 class RunDirectory {
  public:
@@ -145,9 +161,13 @@ class RunDirectory {
   //! is on disk. Records appended at the same moment are committed together (one write of whole lines, one
   //! fsync); when that write fails, the file is cut back to where it was and each of them throws.
   void append(const TaskRecord& record);
+  //! Appends several records made into lines beforehand the same way: one write of their lines and one fsync
+  //! (shared with any concurrent appends), returning once all are on disk.
+  void append_all(const std::vector<RecordLine>& records);
 
  private:
   struct State;
+  void commit(const std::vector<std::shared_ptr<detail::PendingRecord>>& records);
   explicit RunDirectory(std::unique_ptr<State> state);
   std::unique_ptr<State> state_;
 };

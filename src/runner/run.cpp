@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <charconv>
+#include <chrono>
+#include <condition_variable>
 #include <mutex>
 #include <thread>
 
@@ -114,14 +116,22 @@ RunReport run_units(const env::Environment& env, const std::vector<Unit>& todo, 
   progress.total = todo.size();
   progress.skipped = skipped;
 
-  std::mutex mu;  // guards progress and the callback
+  std::mutex mu;  // guards progress, the callback and first_failure
   std::atomic<std::size_t> next{0};
   std::atomic<bool> stopped{false};
   Stopwatch clock;
 
-  auto finish = [&](TaskRecord& record) {
-    if (options.on_record) options.on_record(record);
-    dir.append(record);
+  // Worker exceptions other than task failures (usage errors, I/O errors on the results file) stop the run:
+  // the first one is rethrown here after every worker has finished its current task.
+  std::exception_ptr first_failure;
+  auto fail = [&] {
+    std::lock_guard lock(mu);
+    if (!first_failure) first_failure = std::current_exception();
+    next = todo.size();  // hand out nothing more
+  };
+
+  // Called once a record is on disk, in the order records were written.
+  auto finish = [&](const TaskRecord& record) {
     std::lock_guard lock(mu);
     ++progress.finished;
     progress.seconds = clock.seconds();
@@ -133,6 +143,67 @@ RunReport run_units(const env::Environment& env, const std::vector<Unit>& todo, 
       progress.score_sum += metrics::score_task(record.outcome()).r;
     }
     if (options.on_progress) options.on_progress(progress);
+  };
+
+  int n_workers = options.concurrency > 0 ? options.concurrency
+                                          : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  n_workers = static_cast<int>(std::min<std::size_t>(static_cast<std::size_t>(n_workers), std::max<std::size_t>(1, todo.size())));
+
+  // The recorder: workers hand their finished records over and go on with the next unit, while this one thread
+  // appends them to the run directory, all that are waiting at once (one write, one fsync), and then counts
+  // them. So a worker runs its next episode while its record goes to disk. Records handed over and not yet on
+  // disk are at most kLead per worker (then a worker waits), so progress, and a stop asked from it, lag the
+  // episodes by little; every record handed over is on disk before run_units returns.
+  constexpr std::size_t kLead = 4;
+  const std::size_t max_pending = static_cast<std::size_t>(n_workers) * kLead;
+  const std::size_t group = std::max<std::size_t>(1, max_pending / 2);  // ≤ max_pending: workers never wait on it
+  std::mutex queue_mu;
+  std::condition_variable queue_changed;
+  std::vector<RecordLine> waiting;
+  std::size_t pending = 0;  // handed over, not yet on disk and counted (or failed)
+  bool workers_done = false;
+  report.records_exact = true;
+  auto record_loop = [&] {
+    for (;;) {
+      std::vector<RecordLine> batch;
+      {
+        std::unique_lock lock(queue_mu);
+        queue_changed.wait(lock, [&] { return !waiting.empty() || workers_done; });
+        // Each fsync has a fixed cost: let a few records gather first (the workers go on meanwhile).
+        queue_changed.wait_for(lock, std::chrono::milliseconds(20),
+                               [&] { return waiting.size() >= group || workers_done; });
+        if (waiting.empty()) return;
+        batch.swap(waiting);
+      }
+      try {
+        dir.append_all(batch);
+        for (const auto& r : batch) finish(r.record);
+        if (options.keep_records) {
+          for (auto& r : batch) {
+            report.records_exact = report.records_exact && r.exact;
+            report.records.push_back(std::move(r.record));
+          }
+        }
+      } catch (...) {
+        fail();  // not on disk: not counted; what comes after is still tried, as each worker's append was
+      }
+      {
+        std::lock_guard lock(queue_mu);  // only now: a stop asked from the progress callback comes in time
+        pending -= batch.size();
+      }
+      queue_changed.notify_all();
+    }
+  };
+  auto hand_over = [&](TaskRecord&& record) {
+    if (options.on_record) options.on_record(record);
+    RecordLine line(std::move(record));  // formatted here, so that the recorder only writes
+    {
+      std::unique_lock lock(queue_mu);
+      queue_changed.wait(lock, [&] { return pending < max_pending; });
+      waiting.push_back(std::move(line));
+      ++pending;
+    }
+    queue_changed.notify_all();
   };
 
   auto work = [&] {
@@ -168,32 +239,38 @@ RunReport run_units(const env::Environment& env, const std::vector<Unit>& todo, 
         record.error = e.what();
         if (record.error.empty()) record.error = "unknown error";
       }
-      finish(record);
+      hand_over(std::move(record));
     }
   };
 
-  int n_workers = options.concurrency > 0 ? options.concurrency
-                                          : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  n_workers = static_cast<int>(std::min<std::size_t>(static_cast<std::size_t>(n_workers), std::max<std::size_t>(1, todo.size())));
-
-  // Worker exceptions other than task failures (usage errors, I/O errors on the results file) stop the run:
-  // the first one is rethrown here after every worker has finished its current task.
-  std::exception_ptr first_failure;
   auto guarded = [&] {
     try {
       work();
     } catch (...) {
-      std::lock_guard lock(mu);
-      if (!first_failure) first_failure = std::current_exception();
-      next = todo.size();  // hand out nothing more
+      fail();
     }
   };
-  if (n_workers == 1) {
-    guarded();
-  } else {
-    std::vector<std::jthread> workers;
-    for (int w = 0; w < n_workers; ++w) workers.emplace_back(guarded);
-  }
+  {
+    std::jthread recorder(record_loop);
+    struct StopRecorder {  // however the workers end: the recorder writes what was handed over, then stops
+      std::mutex& mu;
+      std::condition_variable& changed;
+      bool& done;
+      ~StopRecorder() {
+        {
+          std::lock_guard lock(mu);
+          done = true;
+        }
+        changed.notify_all();
+      }
+    } stop_recorder{queue_mu, queue_changed, workers_done};
+    if (n_workers == 1) {
+      guarded();
+    } else {
+      std::vector<std::jthread> workers;
+      for (int w = 0; w < n_workers; ++w) workers.emplace_back(guarded);
+    }
+  }  // ~StopRecorder, then the recorder joins
   if (first_failure) std::rethrow_exception(first_failure);
 
   progress.seconds = clock.seconds();

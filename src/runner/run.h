@@ -94,11 +94,20 @@ struct RunOptions {
   //! Called on each record just before it is appended (e.g. to attach the task's LLM usage); from worker
   //! threads, concurrently. May be empty.
   std::function<void(TaskRecord&)> on_record;
+  //! Keep the records this call writes in RunReport::records (e.g. to summarize the run without reading
+  //! results.jsonl back).
+  bool keep_records = false;
 };
 
 struct RunReport {
   RunProgress progress;
   bool cancelled = false;  //!< stopped before every task ran
+  //! With RunOptions::keep_records: the records this call wrote, in the order they were written (not the
+  //! records of an earlier session of a resumed run).
+  std::vector<TaskRecord> records;
+  //! Whether reading results.jsonl back gives every kept record exactly as it is in `records`
+  //! (RecordLine::exact); when false, read the directory instead.
+  bool records_exact = true;
 };
 
 //! Runs every (task, trial) unit of `tasks` × options.trials not in `dir.done()` (pending_units), appending one

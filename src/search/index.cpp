@@ -440,24 +440,37 @@ std::unique_ptr<Index> Index::open(const fs::path& dir, std::string_view expecte
   }
 }
 
+namespace {
+
+//! Where open_or_build keeps the index of a catalogue.
+fs::path cache_root_of(const data::Dataset& ds, const std::optional<fs::path>& cache_root) {
+  if (cache_root) return *cache_root;
+  if (!ds.source().empty() && is_writable_dir(ds.source() / ".pwab-index")) return ds.source() / ".pwab-index";
+  return user_cache_root();
+}
+
+//! The cached index at `dir`, or null when there is none or it is stale or corrupt.
+std::unique_ptr<Index> open_if_valid(const fs::path& dir, const std::string& fingerprint) {
+  if (!fs::exists(meta_path(dir))) return nullptr;
+  try {
+    return Index::open(dir, fingerprint);
+  } catch (const Error&) {
+    return nullptr;  // stale or corrupt
+  }
+}
+
+}  // namespace
+
+std::unique_ptr<Index> Index::open_cached(const data::Dataset& ds, std::optional<fs::path> cache_root) {
+  std::string fingerprint = catalogue_fingerprint(ds);
+  return open_if_valid(cache_root_of(ds, cache_root) / fingerprint, fingerprint);
+}
+
 std::unique_ptr<Index> Index::open_or_build(const data::Dataset& ds, std::optional<fs::path> cache_root) {
   std::string fingerprint = catalogue_fingerprint(ds);
-  fs::path root;
-  if (cache_root) {
-    root = *cache_root;
-  } else if (!ds.source().empty() && is_writable_dir(ds.source() / ".pwab-index")) {
-    root = ds.source() / ".pwab-index";
-  } else {
-    root = user_cache_root();
-  }
+  fs::path root = cache_root_of(ds, cache_root);
   fs::path dir = root / fingerprint;
-  if (fs::exists(meta_path(dir))) {
-    try {
-      return open(dir, fingerprint);
-    } catch (const Error&) {
-      // Stale or corrupt: rebuilt below.
-    }
-  }
+  if (auto index = open_if_valid(dir, fingerprint)) return index;
   fs::create_directories(root);
   build(ds, dir);
   return open(dir, fingerprint);

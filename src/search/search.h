@@ -51,6 +51,10 @@ class Index {
   //! `cache_root` or else <dataset dir>/.pwab-index if writable, else $XDG_CACHE_HOME (or ~/.cache)/pwab/index.
   static std::unique_ptr<Index> open_or_build(const data::Dataset& ds,
                                               std::optional<std::filesystem::path> cache_root = {});
+  //! The index open_or_build would open, when it is already built: null when it is missing, stale or corrupt
+  //! (nothing is built). Lets a caller open it on another thread without risking a long build there.
+  static std::unique_ptr<Index> open_cached(const data::Dataset& ds,
+                                            std::optional<std::filesystem::path> cache_root = {});
 
   //! The top `k` products for `query`, best first, ties by asin ascending. An empty query or one without
   //! indexed terms gives no hits. Safe to call from many threads at once.

@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstring>
+#include <map>
 #include <mutex>
 #include <set>
 #include <thread>
@@ -14,6 +16,7 @@
 #include "data/synth.h"
 #include "embed/embedder.h"
 #include "env/tools.h"
+#include "report/runs.h"
 #include "sim/scripted_user.h"
 #include "support/test_support.h"
 
@@ -429,6 +432,127 @@ TEST(Run, TrialZeroIsTheSingleTrialRun) {
         ++user_text_differs;
   }
   EXPECT_GT(user_text_differs, 0u) << "no trial's user reply differed from trial 0's";
+}
+
+//! Every field of two records, numbers bit for bit.
+void expect_same_record(const TaskRecord& a, const TaskRecord& b) {
+  auto bits = [](double x) {
+    uint64_t u = 0;
+    std::memcpy(&u, &x, sizeof u);
+    return u;
+  };
+  SCOPED_TRACE(a.id().to_string());
+  EXPECT_EQ(a.task_key, b.task_key);
+  EXPECT_EQ(a.trial, b.trial);
+  EXPECT_EQ(a.user_id, b.user_id);
+  EXPECT_EQ(a.instruction, b.instruction);
+  EXPECT_EQ(a.type, b.type);
+  EXPECT_EQ(a.target_asin, b.target_asin);
+  EXPECT_EQ(a.first_observation, b.first_observation);
+  ASSERT_EQ(a.actions.size(), b.actions.size());
+  for (std::size_t i = 0; i < a.actions.size(); ++i) {
+    const auto &x = a.actions[i], &y = b.actions[i];
+    EXPECT_EQ(x.action.name, y.action.name);
+    EXPECT_EQ(x.action.arguments_json, y.action.arguments_json);
+    EXPECT_EQ(x.observation, y.observation);
+    EXPECT_EQ(bits(x.reward.function_acc), bits(y.reward.function_acc));
+    EXPECT_EQ(bits(x.reward.result_acc), bits(y.reward.result_acc));
+    EXPECT_EQ(x.done, y.done);
+    EXPECT_EQ(x.scored, y.scored);
+  }
+  ASSERT_EQ(a.attempts.size(), b.attempts.size());
+  for (std::size_t i = 0; i < a.attempts.size(); ++i) {
+    EXPECT_EQ(bits(a.attempts[i].function_acc), bits(b.attempts[i].function_acc));
+    EXPECT_EQ(bits(a.attempts[i].result_acc), bits(b.attempts[i].result_acc));
+  }
+  EXPECT_EQ(a.steps, b.steps);
+  EXPECT_EQ(a.ending, b.ending);
+  EXPECT_EQ(a.prompt_tokens, b.prompt_tokens);
+  EXPECT_EQ(a.completion_tokens, b.completion_tokens);
+  EXPECT_EQ(bits(a.seconds_env), bits(b.seconds_env));
+  EXPECT_EQ(bits(a.seconds_agent), bits(b.seconds_agent));
+  EXPECT_EQ(a.error, b.error);
+  EXPECT_EQ(a.usage_json, b.usage_json);
+  EXPECT_EQ(a.user_json, b.user_json);
+}
+
+//! Writes invalid UTF-8 into its search query (recorded replaced by U+FFFD), then stops.
+class BadBytesAgent final : public Agent {
+ public:
+  void begin(const data::Task&, const std::string&, Track) override {}
+  AgentStep next(const std::string&) override {
+    if (++calls_ > 1) return {{std::string(env::kStop), "{}"}, 0, 0};
+    return {{std::string(env::kSearch), "{\"query\": \"caf\xe9 \xff\"}"}, 0, 0};
+  }
+
+ private:
+  int calls_ = 0;
+};
+
+// `pwab run` summarizes a fresh run from the records it kept in memory instead of reading results.jsonl back:
+// they must be what reading back gives, field for field, and the summaries written from them the same bytes.
+TEST(Run, KeptRecordsAreWhatReadingTheRunBackGives) {
+  Fixture f;
+  auto tasks = select_tasks(f.ds, "test", TaskRange{});
+  test::TempDir tmp;
+  RunDirectory dir = RunDirectory::open(tmp / "run", f.manifest(), false);
+  RunOptions options;
+  options.episode = {Track::kMultiTurn, 10};
+  options.trials = 2;
+  options.concurrency = 3;
+  options.keep_records = true;
+  AgentMaker agent = [](const data::Task& t, int trial) -> std::unique_ptr<Agent> {
+    return std::make_unique<FlakyAgent>(trial == 1 && t.index % 5 == 0);  // some errored records too
+  };
+  UserMaker user = [&](const data::Task& t, int trial) {
+    return std::make_unique<sim::ScriptedUser>(f.ds, t, trial_seed(5, trial));
+  };
+  RunReport report = run_tasks(f.environment, tasks, dir, agent, user, options);
+  EXPECT_TRUE(report.records_exact);
+  ASSERT_EQ(report.records.size(), tasks.size() * 2);
+  auto kept = report.records;
+  auto read = read_records(tmp / "run");
+  sort_by_task(kept);
+  sort_by_task(read);
+  ASSERT_EQ(kept.size(), read.size());
+  std::size_t errored = 0;
+  for (std::size_t i = 0; i < kept.size(); ++i) {
+    expect_same_record(kept[i], read[i]);
+    errored += !kept[i].error.empty();
+  }
+  EXPECT_GT(errored, 0u);
+
+  // The summaries `pwab run` writes from them, diagnosis included, are those `pwab score --data` reads back.
+  const metrics::BootstrapOptions bootstrap{200, 0.95, 1};
+  std::string from_memory =
+      report::write_summaries(report::make_run(tmp / "run", read_manifest(tmp / "run"), report.records), bootstrap, &f.ds);
+  std::map<std::string, std::string> files;
+  for (const char* name : {"summary.md", "summary.csv", "summary.json"}) files[name] = test::read_text(tmp / "run" / name);
+  EXPECT_EQ(report::write_summaries(tmp / "run", bootstrap, &f.ds), from_memory);
+  for (const auto& [name, text] : files) EXPECT_EQ(test::read_text(tmp / "run" / name), text) << name;
+  EXPECT_NE(files["summary.json"].find("\"diagnosis\""), std::string::npos);
+
+  // What a line does not carry back as it is makes the kept records inexact: invalid UTF-8 (written replaced),
+  // a usage object (read back re-serialized).
+  for (int which : {0, 1}) {
+    test::TempDir other;
+    RunDirectory d = RunDirectory::open(other / "run", f.manifest(), false);
+    RunOptions o;
+    o.keep_records = true;
+    AgentMaker maker = [which](const data::Task&, int) -> std::unique_ptr<Agent> {
+      if (which == 0) return std::make_unique<BadBytesAgent>();
+      return std::make_unique<EchoAgent>();
+    };
+    if (which == 1) o.on_record = [](TaskRecord& r) { r.usage_json = R"({"total": {"calls": 1}})"; };
+    RunReport r = run_tasks(f.environment, {tasks[0], tasks[1]}, d, maker, nullptr, o);
+    EXPECT_FALSE(r.records_exact) << which;
+    EXPECT_EQ(r.records.size(), 2u);
+    EXPECT_EQ(read_records(other / "run").size(), 2u);
+  }
+  // Without keep_records nothing is kept.
+  test::TempDir none;
+  RunDirectory d = RunDirectory::open(none / "run", f.manifest(), false);
+  EXPECT_TRUE(run_tasks(f.environment, {tasks[0]}, d, echo_maker(), nullptr, RunOptions{}).records.empty());
 }
 
 TEST(Run, ProgressLine) {
