@@ -22,10 +22,11 @@ namespace {
 
 using StringSet = std::unordered_set<std::string>;
 
-struct FailureInfo {
+//! A category's or a flag's stable name and its one-line definition.
+struct Named {
   std::string_view name, definition;
 };
-constexpr FailureInfo kFailures[kFailureCount] = {
+constexpr Named kFailures[kFailureCount] = {
     {"solved", "passes the run's pass rule"},
     {"infra_error", "an infrastructure error ended the task (not scored)"},
     {"wrong_function", "called task functions, never the one for the task's type"},
@@ -42,10 +43,7 @@ constexpr FailureInfo kFailures[kFailureCount] = {
     {"text_reply", "no task function called; the agent answered in text"},
 };
 
-struct FlagInfo {
-  std::string_view name, definition;
-};
-constexpr FlagInfo kFlags[kFlagCount] = {
+constexpr Named kFlags[kFlagCount] = {
     {"step_cap", "the step cap ended the episode"},
     {"tool_error", "some call got an error observation (bad arguments, unknown tool)"},
     {"wrong_function", "some task-function call was another type's function"},
