@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "bench.h"
@@ -125,6 +126,86 @@ const int kBeam = add({
       return s;
     },
     [](const Context&) -> std::string { return last_ok ? "" : "fewer candidates than beams"; },
+});
+
+// The physical limit of one SFT step of the tiny PUMA preset (issue 31): OpenBLAS's sgemm rate, through libtorch's
+// matmul as the step calls it, on the step's own shapes (hidden 64, 2 layers, 4 query / 2 key-value heads of 16,
+// SwiGLU 172, vocabulary 2000, batch 8), and the least time the step's matrix products could take at those rates.
+// The batch figures are means over 50 shuffled epochs of the preset's 1,725 rows on the mini dataset (rows padded
+// to the batch's longest, max 384): 326 positions a row, Σ n² = 935,278 score cells a head, 156 labelled tokens;
+// without padding the same batches hold 1,106 tokens and Σ n² = 255,149.
+struct StepShape {
+  double tokens, score_cells, labelled;
+};
+constexpr StepShape kPadded{8 * 326.27, 935278, 155.7}, kUnpadded{1106, 255149, 155.7};
+constexpr int64_t kHidden = 64, kQueryWidth = 64, kKvWidth = 32, kFfn = 172, kVocab = 2000, kLayers = 2, kHead = 16;
+double gemm_seconds_bound = 0;
+
+//! Floating-point operations per second of a @ b, the median of `reps` timed products after a warm-up.
+double matmul_rate(const std::vector<int64_t>& a_shape, const std::vector<int64_t>& b_shape, int reps = 30) {
+  auto a = torch::randn(a_shape), b = torch::randn(b_shape);
+  for (int i = 0; i < 3; ++i) torch::matmul(a, b);
+  std::vector<double> times;
+  for (int i = 0; i < reps; ++i) {
+    Stopwatch clock;
+    auto c = torch::matmul(a, b);
+    times.push_back(clock.seconds());
+  }
+  std::sort(times.begin(), times.end());
+  double batches = 1;
+  for (std::size_t d = 0; d + 2 < a_shape.size(); ++d) batches *= static_cast<double>(a_shape[d]);
+  const double flops = 2 * batches * static_cast<double>(a_shape[a_shape.size() - 2]) *
+                       static_cast<double>(a_shape.back()) * static_cast<double>(b_shape.back());
+  return flops / times[times.size() / 2];
+}
+
+//! Seconds of matrix products in one step (forward, and the backward's two products per forward product).
+double step_gemm_seconds(const StepShape& s, double linear_rate, double attention_rate, double head_rate) {
+  const double linear = 2 * s.tokens * kHidden * (kQueryWidth + 2 * kKvWidth + kQueryWidth + 3 * kFfn) * kLayers;
+  const double attention = 2 * 2 * s.score_cells * 4 /*query heads*/ * kHead * kLayers;
+  const double head = 2 * s.labelled * kHidden * kVocab;
+  return 3 * (linear / linear_rate + attention / attention_rate + head / head_rate);
+}
+
+const int kLimit = add({
+    "llama/sft_step_gemm_limit",
+    "sgemm rate (libtorch matmul on OpenBLAS) of the tiny PUMA preset's SFT step shapes, and the least time the "
+    "step's products take at those rates, padded as trained and without padding; extra: GFLOP/s and ms",
+    3,
+    [](const Context&) {
+      torch_init_threads(0);
+      torch_tune_allocator();  // as pwab's training does: large buffers are reused, not mapped afresh each product
+    },
+    [](const Context&, std::vector<Extra>& extras) {
+      Stopwatch clock;
+      const int64_t tokens = static_cast<int64_t>(kPadded.tokens), n = 326;
+      const double square = matmul_rate({1024, 1024}, {1024, 1024}, 5);
+      // the projections' shapes, weighted by their operations
+      double linear_flops = 0, linear_time = 0;
+      for (auto [k, m] : std::vector<std::pair<int64_t, int64_t>>{
+               {kHidden, kQueryWidth}, {kHidden, kKvWidth}, {kHidden, kFfn}, {kFfn, kHidden}, {kQueryWidth, kHidden}}) {
+        const double f = 2.0 * static_cast<double>(tokens * k * m);
+        linear_flops += f, linear_time += f / matmul_rate({tokens, k}, {k, m});
+      }
+      const double linear = linear_flops / linear_time;
+      // scores (queries of a key/value head against its keys) and probabilities against values
+      const double scores = matmul_rate({8, 2, 2 * n, kHead}, {8, 2, kHead, n});
+      const double values = matmul_rate({8, 2, 2 * n, n}, {8, 2, n, kHead});
+      const double attention = 2 / (1 / scores + 1 / values);
+      const double head = matmul_rate({156, kHidden}, {kHidden, kVocab});
+      gemm_seconds_bound = step_gemm_seconds(kPadded, linear, attention, head);
+      extras.push_back({"GFLOP/s 1024^3", square / 1e9, ""});
+      extras.push_back({"GFLOP/s projections", linear / 1e9, ""});
+      extras.push_back({"GFLOP/s attention", attention / 1e9, ""});
+      extras.push_back({"GFLOP/s output layer", head / 1e9, ""});
+      extras.push_back({"step products, padded", gemm_seconds_bound * 1e3, "ms"});
+      extras.push_back({"step products, no padding", step_gemm_seconds(kUnpadded, linear, attention, head) * 1e3,
+                        "ms"});
+      return clock.seconds();
+    },
+    [](const Context&) -> std::string {
+      return std::isfinite(gemm_seconds_bound) && gemm_seconds_bound > 0 ? "" : "no finite bound";
+    },
 });
 
 }  // namespace

@@ -200,6 +200,58 @@ const int kDpo = add({
     },
 });
 
+// The whole `pwab puma sft --preset tiny` command a user types (process start, tokenizer, example preparation, the
+// 4-epoch SFT with its schedule, checkpoints, the final evaluation and the saved model) against the whole anchor
+// process (python start, import torch, reading the rows, the same number of steps over the same rows, batch 8,
+// AdamW at the preset's learning rate). Issue 31's target is 1.5x.
+std::vector<double> command_runs, eager_command_runs;
+std::string command_problem;
+
+const int kCommand = add({
+    "puma/sft_command_vs_eager",
+    "pwab puma sft --preset tiny on the mini dataset, the whole command, vs the whole PyTorch-eager process over the "
+    "same rows and steps; extra: both times and their ratio (medians)",
+    3,
+    [](const Context& ctx) {
+      if (sft_rows.empty()) prepare_rows(ctx);
+    },
+    [](const Context& ctx, std::vector<Extra>& extras) {
+      const fs::path out = root(ctx) / "command";
+      fs::remove_all(out);
+      const std::string log = (root(ctx) / "command.log").string();
+      const double seconds =
+          time_command(fmt::format("{} puma sft --data {} --out {} --preset tiny > /dev/null 2> {}",
+                                   pwab_binary(ctx).string(), (root(ctx) / "mini").string(), out.string(), log));
+      command_runs.push_back(seconds);
+      // the anchor runs the rows this bench built; the command must have trained on as many
+      const std::string pairs = fmt::format("{} pairs", sft_rows.size());
+      if (read_file(log).find(pairs) == std::string::npos)
+        command_problem = "the command's log does not say '" + pairs + "' (see " + log + ")";
+      const auto trained = Json::parse(read_file(out / "sft" / "train.json"));
+      const int steps = trained.at("steps").get<int>();
+      extras.push_back({"pwab command (median)", median(command_runs), "s"});
+      extras.push_back({"pwab tokens/s in the loop", trained.at("tokens_per_s").get<double>(), "tokens/s"});
+      if (have_python_torch) {
+        const double eager = time_command(fmt::format(
+            "/usr/bin/python3 {} {} --mode sft --steps {} --batch 8 --lr 3e-3 --threads {} --vocab 2000 > /dev/null",
+            anchor_script().string(), (root(ctx) / "rows.json").string(), steps, hardware_threads()));
+        eager_command_runs.push_back(eager);
+        extras.push_back({"eager process (median)", median(eager_command_runs), "s"});
+        extras.push_back({"eager / pwab (medians)", median(eager_command_runs) / median(command_runs), "x"});
+      }
+      return seconds;
+    },
+    [](const Context&) -> std::string {
+      if (!command_problem.empty()) return command_problem;
+      if (!have_python_torch) return "";
+      const double ratio = median(eager_command_runs) / median(command_runs);
+      return ratio >= 1.5 ? ""
+                          : fmt::format("the whole command is {:.2f}x the eager process (medians of {} runs); the "
+                                        "target is 1.5x",
+                                        ratio, command_runs.size());
+    },
+});
+
 double candidates_per_s = 0;
 
 const int kSample = add({

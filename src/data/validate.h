@@ -54,8 +54,10 @@ struct ValidationReport {
   bool loaded = false;  //!< false when the directory could not be read at all
 };
 
-//! Loads `dir` collecting every problem, runs check_consistency and computes the statistics.
-ValidationReport validate_dataset(const std::filesystem::path& dir, unsigned threads = 0);
+//! Loads `dir` collecting every problem, runs check_consistency and computes the statistics (the two side by side).
+//! With `keep`, the loaded dataset is moved there rather than freed: a command that exits next can leave the
+//! million small strings to the OS, which takes them back at once (freeing them is a fifth of `data validate`).
+ValidationReport validate_dataset(const std::filesystem::path& dir, unsigned threads = 0, Dataset* keep = nullptr);
 
 //! The report as text in the layout of paper Table 2, then the problems found.
 std::string format_report(const ValidationReport& r);

@@ -155,6 +155,37 @@ TEST(Validate, StatisticsEqualTheWholeTextCountsOnTheMiniSynthetic) {
   expect_stats_equal_reference(synthesize(SynthOptions{}));
 }
 
+// validate_dataset computes the statistics beside the checks and can hand the dataset over instead of freeing it
+// (what `pwab data validate` does); the report must be the one of the plain sequence, and the kept dataset the load.
+nlohmann::json report_without_time(const ValidationReport& r) {
+  auto j = nlohmann::json::parse(format_report_json(r));
+  j.erase("load_seconds");
+  return j;
+}
+
+TEST(Validate, KeptDatasetAndReportEqualTheSequentialComputation) {
+  const auto dir = test::fixture("data/original");
+  Dataset kept;
+  ValidationReport r = validate_dataset(dir, 0, &kept);
+  ValidationReport sequential;
+  sequential.dir = dir;
+  Dataset loaded = load_dataset(dir, sequential.diag);
+  sequential.loaded = true;
+  check_consistency(loaded, sequential.diag);
+  sequential.stats = compute_stats(loaded);
+  EXPECT_EQ(report_without_time(r), report_without_time(sequential));
+  EXPECT_EQ(r.diag.n_warnings(), 2u);
+  ASSERT_EQ(kept.products().size(), loaded.products().size());
+  ASSERT_EQ(kept.users().size(), loaded.users().size());
+  for (std::size_t i = 0; i < kept.products().size(); ++i)
+    EXPECT_EQ(product_text(kept.products()[i]), product_text(loaded.products()[i]));
+  for (UserId u = 0; u < kept.users().size(); ++u)
+    EXPECT_EQ(kept.user(u).behaviours.size(), loaded.user(u).behaviours.size());
+  // a second validation into the same place replaces the kept dataset
+  EXPECT_EQ(report_without_time(validate_dataset(dir, 0, &kept)), report_without_time(r));
+  EXPECT_EQ(kept.products().size(), loaded.products().size());
+}
+
 TEST(Validate, VectorisedTokenCountEqualsTheByteLoop) {
   // Every byte class at every offset of the 16-byte blocks, and words that cross block boundaries.
   const std::string alphabet = std::string("aZ09 \n\t\r.,:;-'\"$@[`{~/") + "\x7f\x80\xc3\xa9\xff" + std::string(1, '\0');
