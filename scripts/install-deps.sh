@@ -9,6 +9,9 @@
 #   scripts/install-deps.sh               build + test dependencies
 #   scripts/install-deps.sh --with-parity also the Java/Lucene reference used by the search parity test
 #   scripts/install-deps.sh --with-bench  also Debian's python3-torch, the anchor of the PUMA training benchmarks
+#   scripts/install-deps.sh --with-ecosystem  also the pinned Python ecosystem (TRL, transformers, PEFT, verifiers,
+#                                         verl, OpenRLHF, OpenEnv, MCP, Inspect AI, ...) in virtual environments
+#                                         outside the tree, from PyPI with hashes (scripts/ecosystem/install.sh)
 #   scripts/install-deps.sh --no-mcp-client  without Node.js and the MCP test client (its test then skips)
 #   scripts/install-deps.sh --check       exit 1 (and list them) if any package is missing; installs nothing
 set -euo pipefail
@@ -32,16 +35,19 @@ packages=(
 )
 parity_packages=(default-jdk-headless liblucene8-java)
 bench_packages=(python3-torch)                      # the PyTorch-eager anchor of the PUMA training benchmarks
+ecosystem_packages=(python3-venv)                   # the ecosystem's virtual environments (scripts/ecosystem/)
 
 check_only=0
 with_mcp_client=1
+with_ecosystem=0
 for arg in "$@"; do
   case "$arg" in
     --with-parity) packages+=("${parity_packages[@]}") ;;
     --with-bench) packages+=("${bench_packages[@]}") ;;
+    --with-ecosystem) packages+=("${ecosystem_packages[@]}"); with_ecosystem=1 ;;
     --no-mcp-client) with_mcp_client=0 ;;
     --check) check_only=1 ;;
-    -h|--help) sed -n '2,11p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
     *) echo "install-deps.sh: unknown option '$arg'" >&2; exit 2 ;;
   esac
 done
@@ -73,13 +79,18 @@ done
 need_spm=0
 grep -qx "sentencepiece $spm_version upstream" "$spm_stamp" 2>/dev/null || need_spm=1
 
-if [ ${#missing[@]} -eq 0 ] && [ "$need_spm" = 0 ] && [ "$need_mcp_client" = 0 ]; then
+ecosystem="$(cd "$(dirname "$0")" && pwd)/ecosystem/install.sh"
+need_ecosystem=0
+if [ "$with_ecosystem" = 1 ] && ! "$ecosystem" --check 2>/dev/null; then need_ecosystem=1; fi
+
+if [ ${#missing[@]} -eq 0 ] && [ "$need_spm" = 0 ] && [ "$need_mcp_client" = 0 ] && [ "$need_ecosystem" = 0 ]; then
   exit 0
 fi
 if [ "$check_only" = 1 ]; then
   [ ${#missing[@]} -eq 0 ] || echo "missing packages: ${missing[*]}" >&2
   [ "$need_spm" = 0 ] || echo "missing: sentencepiece $spm_version source in $spm_dir" >&2
   [ "$need_mcp_client" = 0 ] || echo "missing: the MCP test client's node_modules in $mcp_client_dir" >&2
+  [ "$need_ecosystem" = 0 ] || "$ecosystem" --check || true
   exit 1
 fi
 
@@ -139,4 +150,9 @@ if [ "$need_mcp_client" = 1 ]; then
   else
     echo "install-deps.sh: warning: npm ci failed; the MCP SDK test (test/mcp) will skip" >&2
   fi
+fi
+
+# The pinned Python ecosystem (scripts/ecosystem/): after apt, which brought python3-venv.
+if [ "$need_ecosystem" = 1 ]; then
+  "$ecosystem"
 fi
