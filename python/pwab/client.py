@@ -25,7 +25,7 @@ class Client:
     # --- routes ---------------------------------------------------------------------------------------------------
 
     def health(self):
-        """{"status": "ok", "sessions": N}"""
+        """{"status": "healthy", "sessions": N, ...} (OpenEnv's health answer)"""
         return self._call("GET", "/health")
 
     def info(self):

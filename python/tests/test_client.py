@@ -13,7 +13,7 @@ class ClientTest(unittest.TestCase):
         self.client = world.server().client()
 
     def test_health_info_and_tasks(self):
-        self.assertEqual(self.client.health()["status"], "ok")
+        self.assertEqual(self.client.health()["status"], "healthy")
         info = self.client.info()
         self.assertIn("tools", info)
         page = self.client.tasks("test", offset=1, limit=2)
@@ -67,7 +67,7 @@ class ClientTest(unittest.TestCase):
 
     def test_a_token_is_sent_and_required(self):
         with pwab.launch(world.data_dir(), args=["--embedder", "hashing"], token="s3cret-token") as served:
-            self.assertEqual(served.client().health()["status"], "ok")
+            self.assertEqual(served.client().health()["status"], "healthy")
             with self.assertRaises(pwab.Unauthorized):
                 pwab.Client(served.url).health()
 

@@ -1,14 +1,14 @@
 """pwab.rl against a real `pwab serve`: each adapter called exactly as its engine calls it (docs/rl-engines.md has the
 contracts and versions), with rewards checked against POST /v1/reward and every episode checked to end.
 
-The engines are not installable here. TRL's and verl's calls need no engine import, so they are made directly;
-OpenRLHF and verifiers need their base classes, for which tests/stand-ins/ (documented there) holds minimal
-stand-in modules, put on sys.path only inside those tests."""
+TRL's and verl's calls need no engine import, so they are made directly. verifiers, verl and OpenRLHF are tested
+against the real packages in test/ecosystem/ (test_verifiers.py, test_verl.py, test_openrlhf.py); here the verl
+adapter's calls are still made as verl makes them, and the OpenRLHF agent and the verifiers reward functions run
+as their doctests."""
 
 import asyncio
 import doctest
 import importlib
-import importlib.util
 import inspect
 import json
 import os
@@ -30,7 +30,6 @@ from pwab.rl.parse import parse_action_text
 from tests import world
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-STAND_INS = os.path.join(HERE, "stand-ins")
 PACKAGE = os.path.dirname(HERE)
 
 _cache = {}
@@ -67,26 +66,6 @@ def good_completion():
     """(task, the first known good answer as a Hermes tool call, its reward)."""
     item, answer = known_answers()[0]
     return item["task"], hermes("search_product_by_query", {"query": item["parameter"]}), answer["reward"]
-
-
-class StandIns:
-    """Puts tests/stand-ins on sys.path for one test and removes it and its modules afterwards."""
-
-    def __init__(self, *names):
-        self.names = names
-
-    def __enter__(self):
-        sys.path.insert(0, STAND_INS)
-        for name in self.names:
-            importlib.import_module(name)
-        return self
-
-    def __exit__(self, *exc):
-        sys.path.remove(STAND_INS)
-        for name in list(sys.modules):
-            if name.split(".")[0] in self.names or name == "agent_module":
-                del sys.modules[name]
-        verifiers_adapter._CLASSES.clear()
 
 
 class RlTest(unittest.TestCase):
@@ -420,13 +399,19 @@ class VerlTest(RlTest):
             verl_adapter.compute_score(data_source="pwab", solution_str="x", ground_truth="test/999999")
         self.assertEqual(verl_adapter.compute_episode_score("pwab", "", task, {"tool_rewards": [0.0, 0.25]}), 0.25)
         self.assertEqual(verl_adapter.compute_episode_score("pwab", "", task, {"tool_rewards": []}), 0.0)
+        with self.assertRaisesRegex(ValueError, "tool_rewards"):  # the legacy reward workers pass none: no 0
+            verl_adapter.compute_episode_score("pwab", "", task, {"index": 0})
+        with self.assertRaisesRegex(RuntimeError, "failed on pwab's side"):
+            verl_adapter.compute_episode_score("pwab", "", task, {"tool_rewards": [0.0],
+                                                                  "pwab_errors": ["stop: NotFound: no task"]})
 
     def make_tool(self, name, **config):
         return verl_adapter.tool_class()(config={"type": "native", "name": name, **config}, tool_schema=None)
 
-    async def call(self, tool, request_id, arguments, task):
+    async def call(self, tool, request_id, arguments, task, agent_data=None):
         """ToolAgentLoop._call_tool: one create/execute/release per call, the trajectory in agent_data."""
-        agent_data = types.SimpleNamespace(request_id=request_id, tools_kwargs={}, extra_fields={}, messages=[])
+        agent_data = agent_data or types.SimpleNamespace(request_id=request_id, tools_kwargs={}, extra_fields={},
+                                                         messages=[])
         instance_id, _ = await tool.create(create_kwargs={"task": task})
         try:
             return await tool.execute(instance_id, arguments, agent_data=agent_data)
@@ -478,19 +463,19 @@ class VerlTest(RlTest):
             "pwab", "", task, {"tool_rewards": rewards}), good_reward)
         self.assertSessionsBack()
 
-    def test_tool_legacy_contract_and_idle_episodes(self):
+    def test_tool_needs_agent_data_and_ends_idle_episodes(self):
         task = "train/1"
         respond = self.make_tool("respond", track="multi", idle_s=0.2)
 
-        async def legacy():  # verl <= 0.6: create/execute/calc_reward/release once per trajectory, by request id
-            await respond.create("req-1", task=task)
-            await respond.execute("req-1", {"content": "Hello?"})
-            self.assertEqual(sessions(), self.sessions_before + 1)
-            reward = await respond.calc_reward("req-1")
-            await respond.release("req-1")
-            return reward
+        async def before_verl_07():  # execute() without agent_data: the trajectory is unknown
+            instance_id, _ = await respond.create(create_kwargs={"task": task})
+            try:
+                return await respond.execute(instance_id, {"content": "Hello?"})
+            finally:
+                await respond.release(instance_id)
 
-        self.assertEqual(asyncio.run(legacy()), 0.0)
+        with self.assertRaisesRegex(RuntimeError, "verl >= 0.7"):
+            asyncio.run(before_verl_07())
         self.assertSessionsBack()
 
         async def idle():
@@ -519,8 +504,15 @@ class VerlTest(RlTest):
                 request_id="no-task", tools_kwargs={})))
         with self.assertRaisesRegex(ValueError, "no tool"):
             self.make_tool("teleport")
+        agent_data = types.SimpleNamespace(request_id="bad-task", tools_kwargs={}, extra_fields={})
         with self.assertRaises(pwab.NotFound):
-            asyncio.run(self.call(search, "bad-task", {"query": "x"}, "train/999999"))
+            asyncio.run(self.call(search, "bad-task", {"query": "x"}, "train/999999", agent_data))
+        # verl shows the model the error and counts 0 for the call: the note makes the episode's reward fail
+        self.assertEqual(len(agent_data.extra_fields["pwab_errors"]), 1)
+        self.assertIn("NotFound", agent_data.extra_fields["pwab_errors"][0])
+        with self.assertRaisesRegex(RuntimeError, "failed on pwab's side"):
+            verl_adapter.compute_episode_score("pwab", "", "train/999999",
+                                               {"tool_rewards": [0.0], **agent_data.extra_fields})
         verl_adapter._TRAJECTORIES.pop((self.url, "no-task"))
         verl_adapter._TRAJECTORIES.pop((self.url, "bad-task"))
         self.assertSessionsBack()
@@ -550,187 +542,6 @@ class VerlTest(RlTest):
         tools = yaml.safe_load(run.stdout)["tools"]  # what OmegaConf.load reads
         self.assertEqual([t["tool_schema"]["function"]["name"] for t in tools],
                          ["search_product_by_query", "get_recommendations_by_history", "add_product_review", "stop"])
-
-
-class VerifiersTest(RlTest):
-    """load_environment with stand-in verifiers and datasets modules; reward functions called as Rubric calls
-    them (only the arguments they name), hooks in MultiTurnEnv.rollout's order (setup_state, env_response after
-    each assistant turn until final_env_response, then the cleanup handlers)."""
-
-    @staticmethod
-    def call_like_rubric(func, state):
-        merged = {"prompt": state["prompt"], "completion": state["completion"], "answer": state["answer"],
-                  "state": state, "info": state["info"], "task": None, "parser": None}
-        names = inspect.signature(func).parameters
-        group = bool(set(names) & {"states", "prompts", "completions", "answers", "tasks", "infos"})
-        assert not group, "would be taken for a group reward function"
-        return asyncio.run(func(**{k: v for k, v in merged.items() if k in names}))
-
-    def test_single_turn_environment(self):
-        task, good, good_reward = good_completion()
-        with StandIns("verifiers", "datasets"):
-            env = verifiers_adapter.load_environment(url=self.url, limit=4, eval_limit=2, history_items=3)
-            import verifiers
-            self.assertIsInstance(env, verifiers.SingleTurnEnv)
-        self.assertEqual(len(env.dataset), 4)
-        self.assertEqual(len(env.eval_dataset), 2)
-        row = env.dataset[0]
-        self.assertEqual((row["answer"], row["info"]["task"]), ("train/0", "train/0"))
-        self.assertEqual(env.eval_dataset[1]["answer"], "test/1")
-        self.assertEqual(env.rubric.weights, [1.0, 0.0])
-        reward, function_acc = env.rubric.funcs
-        for text, expected in ((good, good_reward), ("add_product_review\nNice.", 0.0)):
-            state = {"prompt": row["prompt"], "completion": [{"role": "assistant", "content": text}],
-                     "answer": task, "info": {"task": task}}
-            self.assertAlmostEqual(self.call_like_rubric(reward, state), expected)
-            self.assertAlmostEqual(self.call_like_rubric(reward, state),
-                                   client().reward(task, completion=text)["reward"])
-            self.assertEqual(self.call_like_rubric(function_acc, state), 1.0 if text == good else 0.0)
-
-    def test_multi_turn_environment_plays_episodes(self):
-        task, good, good_reward = good_completion()
-        with StandIns("verifiers", "datasets"):
-            env = verifiers_adapter.load_environment(url=self.url, limit=2, eval_split=None, multi_turn=True,
-                                                     native_tools=True)
-            import verifiers
-            self.assertIsInstance(env, verifiers.MultiTurnEnv)
-        self.assertIn("respond", [t["name"] for t in env.tool_defs])
-        self.assertIn("respond", env.dataset[0]["prompt"][0]["content"])
-        cleanups = [m for _, m in inspect.getmembers(env, inspect.ismethod) if getattr(m, "cleanup", False)]
-        self.assertEqual(len(cleanups), 1)
-
-        def rollout(turns):
-            state = {"prompt": env.dataset[0]["prompt"], "answer": task, "info": {"task": task}, "trajectory": []}
-            state = asyncio.run(env.setup_state(state)) or state
-            messages = list(state["prompt"])
-            replies = []
-            for turn in turns:
-                if state.get("final_env_response") is not None:
-                    break
-                messages.append(turn)
-                reply = asyncio.run(env.env_response(messages, state))
-                replies.append(reply)
-                messages += reply
-            for cleanup in cleanups:
-                asyncio.run(cleanup(state))
-            state["completion"] = messages[len(state["prompt"]):]
-            return state, replies
-
-        state, replies = rollout([
-            {"role": "assistant", "content": "Which brand do you like?"},  # plain text: a message to the user
-            {"role": "assistant", "content": good},
-            {"role": "assistant", "content": "", "tool_calls": [
-                {"id": "call_1", "name": "stop", "arguments": "{}"},
-                {"id": "call_2", "name": "stop", "arguments": "{}"}]},
-            {"role": "assistant", "content": "never played"}])
-        self.assertEqual(len(replies), 3)
-        self.assertEqual(replies[0][0]["role"], "user")
-        self.assertTrue(replies[0][0]["content"])
-        self.assertEqual([m["tool_call_id"] for m in replies[2]], ["call_1", "call_2"])
-        self.assertIs(state["final_env_response"], replies[2])
-        reward, function_acc = env.rubric.funcs
-        self.assertAlmostEqual(self.call_like_rubric(reward, state), good_reward)
-        self.assertEqual(self.call_like_rubric(function_acc, state), 1.0)
-        self.assertSessionsBack()
-
-        state, _ = rollout([{"role": "assistant", "content": good}])  # stopped early: cleanup ends it
-        self.assertAlmostEqual(self.call_like_rubric(reward, state), good_reward)
-        self.assertSessionsBack()
-
-    def test_refusals_stop_the_rollout_with_a_vf_error(self):
-        with StandIns("verifiers", "datasets"):
-            env = verifiers_adapter.load_environment(url=self.url, limit=1, eval_split=None, multi_turn=True)
-            import verifiers
-            with self.assertRaises(verifiers.Error) as caught:
-                asyncio.run(env.setup_state({"answer": "train/999999", "info": {}}))
-            self.assertIn("train/999999", str(caught.exception))
-
-    def test_pwab_load_environment_is_found_by_the_package_name(self):
-        with StandIns("verifiers", "datasets"):
-            module = importlib.import_module("pwab")  # verifiers: import_module(env_id).load_environment(**args)
-            env = module.load_environment(url=self.url, limit=1, eval_split=None)
-        self.assertEqual(len(env.dataset), 1)
-
-
-class OpenRlhfTest(RlTest):
-    """The agent file loaded as OpenRLHF loads it (spec_from_file_location("agent_module", path)), AgentExecutor
-    built with no arguments, one AgentInstance per prompt, reset then step until done, rewards read with .item()."""
-
-    def load_agent_module(self):
-        path = os.path.join(PACKAGE, "pwab", "rl", "openrlhf_agent.py")
-        spec = importlib.util.spec_from_file_location("agent_module", path)
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        return module
-
-    def play(self, instance, label, actions):
-        prompt = "<|im_start|>user\nhelp me<|im_end|>\n<|im_start|>assistant\n"
-        observation = asyncio.run(instance.reset({"observation": prompt, "label": label}))["observation"]
-        self.assertEqual(observation, prompt)
-        total, results = 0.0, []
-        for action in actions:
-            result = asyncio.run(instance.step({"observation_text": observation, "action_text": action,
-                                                "label": label, "sampling_params": {"max_tokens": 64}}))
-            results.append(result)
-            total += result["rewards"].item() if hasattr(result["rewards"], "item") else result["rewards"]
-            observation = observation + action + result["environment_feedback"]
-            if result["done"]:
-                break
-        return total, results, observation
-
-    def test_agent_file_plays_episodes(self):
-        task, good, good_reward = good_completion()
-        have_torch = importlib.util.find_spec("torch") is not None
-        with StandIns("openrlhf"):
-            module = self.load_agent_module()
-            from openrlhf.utils.agent import AgentExecutorBase, AgentInstanceBase
-            self.assertTrue(hasattr(module, "AgentExecutor"))
-            self.assertTrue(issubclass(module.AgentExecutor, AgentExecutorBase))
-            executor = module.AgentExecutor()
-            self.assertTrue(issubclass(executor.agent_instance_cls, AgentInstanceBase))
-            instance = executor.agent_instance_cls()
-            if not have_torch:
-                instance.to_reward = float  # the rest of the contract is checked; the tensor itself is not
-            total, results, _ = self.play(instance, task, ["Let me think.\nget_product_details_by_asin\nB000",
-                                                          good])
-            self.assertEqual(len(results), 2)
-            self.assertFalse(results[0]["done"])
-            self.assertTrue(results[0]["environment_feedback"].startswith("\n<|im_start|>user\n"))
-            self.assertTrue(results[0]["environment_feedback"].endswith("<|im_start|>assistant\n"))
-            self.assertTrue(results[1]["done"])
-            self.assertEqual(results[1]["environment_feedback"], "")
-            self.assertAlmostEqual(total, good_reward)
-            self.assertAlmostEqual(total, client().reward(task, completion=good)["reward"])
-            # scores is the episode's sum in Python floats; total sums the rewards' tensors, float32 under torch
-            self.assertAlmostEqual(results[1]["scores"], total, places=6)
-            self.assertEqual(set(results[1]["extra_logs"]), {"pwab_function_acc", "pwab_result_acc"})
-            self.assertEqual(results[1]["sampling_params"], {"max_tokens": 64})
-            self.assertSessionsBack()
-            with self.subTest("step rewards are torch tensors"):
-                if not have_torch:
-                    self.skipTest("torch is not importable here (no python3-torch): the tensor type of "
-                                  "'rewards' is unchecked; .item() sums were checked on floats")
-                self.assertEqual(type(results[1]["rewards"]).__name__, "Tensor")
-
-    def test_multi_turn_agent_and_budget_cut_episodes(self):
-        task, good, good_reward = good_completion()
-        with StandIns("openrlhf"):
-            module = self.load_agent_module()
-            cls = module.executor_class(track="multi", rewards=float, max_steps=5)
-            instance = cls().agent_instance_cls()
-            total, results, observation = self.play(instance, task, [
-                "Which brand do you prefer?", good, "### Tool:\nstop\n### Tool Parameter:\n"])
-            self.assertEqual([r["done"] for r in results], [False, False, True])
-            self.assertIn("<|im_start|>user\n", observation)
-            self.assertAlmostEqual(total, good_reward)
-            self.assertSessionsBack()
-            cut = cls().agent_instance_cls()  # the token budget runs out before the episode is done
-            self.play(cut, task, ["Which brand?"])
-            self.assertEqual(sessions(), self.sessions_before + 1)
-            del cut
-            self.assertSessionsBack()
-            with self.assertRaisesRegex(ValueError, "label"):
-                asyncio.run(cls().agent_instance_cls().reset({"observation": "p", "label": ""}))
 
 
 if __name__ == "__main__":

@@ -17,6 +17,7 @@
 #include "core/error.h"
 #include "core/sys.h"
 #include "core/text.h"
+#include "embed/minilm.h"
 #include "models/torch_models.h"
 #include "llm/chat.h"
 #include "puma/model.h"
@@ -106,16 +107,70 @@ void run_score(const LmArgs& a) {
   }
 }
 
+// Texts from --prompt/--text (one) and a JSONL file of objects with `field`.
+std::vector<std::string> gather_texts(const std::string& one, const std::string& file, const char* field) {
+  std::vector<std::string> texts;
+  if (!one.empty()) texts.push_back(one);
+  if (!file.empty())
+    for (const json& j : read_jsonl(file, {field})) texts.push_back(j[field].get<std::string>());
+  return texts;
+}
+
+// `pwab lm logits`: the raw next-token logits, so that another implementation (transformers, docs/llama.md) can be
+// compared with pwab's forward pass number by number. Floats go out through double, so they print exactly.
+void run_logits(const LmArgs& a) {
+  std::vector<std::string> texts = gather_texts(a.prompt, a.prompts_file, "prompt");
+  if (texts.empty()) throw UsageError("give --prompt TEXT or --prompts FILE (JSONL with \"prompt\")");
+  int64_t vocab = 0;
+  auto out = models::torch_models().lm_logits(a.model, a.adapter, texts, &vocab);
+  for (std::size_t i = 0; i < texts.size(); ++i) {
+    const auto& [ids, logits] = out[i];
+    json rows = json::array();
+    for (std::size_t r = 0; r < ids.size(); ++r)
+      rows.push_back(std::vector<float>(logits.begin() + static_cast<std::ptrdiff_t>(r * static_cast<std::size_t>(vocab)),
+                                        logits.begin() + static_cast<std::ptrdiff_t>((r + 1) * static_cast<std::size_t>(vocab))));
+    std::cout << json{{"ids", ids}, {"vocab", vocab}, {"logits", std::move(rows)}}.dump() << "\n";
+  }
+}
+
+struct TokenizeArgs {
+  std::string model, text, texts_file;
+  bool bare = false;
+};
+
+// `pwab lm tokenize`: the ids pwab's tokenizer gives (docs/tokenizer.md), for comparison with Hugging Face's.
+void run_tokenize(const TokenizeArgs& a) {
+  std::vector<std::string> texts = gather_texts(a.text, a.texts_file, "text");
+  if (texts.empty()) throw UsageError("give --text TEXT or --texts FILE (JSONL with \"text\")");
+  auto ids = models::torch_models().lm_tokenize(a.model, texts, !a.bare);
+  for (const auto& row : ids) std::cout << json{{"ids", row}}.dump() << "\n";
+}
+
+struct EmbedArgs {
+  std::string model, text, texts_file;
+};
+
+// `pwab lm embed`: the sentence embeddings that score reviews under `--embedder minilm:DIR` (docs/embeddings.md).
+void run_embed(const EmbedArgs& a) {
+  std::vector<std::string> texts = gather_texts(a.text, a.texts_file, "text");
+  if (texts.empty()) throw UsageError("give --text TEXT or --texts FILE (JSONL with \"text\")");
+  auto embedder = models::torch_models().load_minilm(a.model, embed::MiniLMOptions{});
+  auto vectors = embedder->embed(texts);
+  for (const auto& v : vectors) std::cout << json{{"embedder", embedder->name()}, {"embedding", v}}.dump() << "\n";
+}
+
 struct ServeLmArgs {
   LmArgs model;
   std::string name, host = "127.0.0.1", token;
   int port = 8000;
+  int chat_max_tokens = 512;
 };
 
 std::atomic<bool> g_stop_lm{false};
 extern "C" void on_lm_stop_signal(int) { g_stop_lm = true; }
 
-// `pwab lm serve`: the model behind /v1/completions (serve/completions.h) until Ctrl-C or SIGTERM.
+// `pwab lm serve`: the model behind /v1/completions and /v1/chat/completions (serve/completions.h) until Ctrl-C or
+// SIGTERM.
 void run_serve(const ServeLmArgs& a) {
   const std::string name =
       !a.name.empty() ? a.name : std::filesystem::path(a.model.model).lexically_normal().filename().string();
@@ -123,6 +178,9 @@ void run_serve(const ServeLmArgs& a) {
   serve::CompletionsOptions o;
   o.host = a.host;
   o.port = a.port;
+  if (a.chat_max_tokens < 1 || a.chat_max_tokens > o.max_tokens_limit)
+    throw UsageError(fmt::format("--chat-max-tokens takes 1 to {}", o.max_tokens_limit));
+  o.chat_max_tokens = a.chat_max_tokens;
   o.access.token = !a.token.empty() ? a.token : (std::getenv("PWAB_SERVE_TOKEN") ? std::getenv("PWAB_SERVE_TOKEN") : "");
   serve::CompletionsServer server(*local.model, name, o);
   g_stop_lm = false;
@@ -130,8 +188,8 @@ void run_serve(const ServeLmArgs& a) {
   auto previous_term = std::signal(SIGTERM, on_lm_stop_signal);
   server.start();
   std::cout << server.url() << std::endl;  // alone on the first line, as `pwab serve` prints it
-  std::cerr << fmt::format("pwab: serving {} as '{}' at {}/v1/completions; Ctrl-C stops\n", local.description, name,
-                           server.url());
+  std::cerr << fmt::format("pwab: serving {} as '{}' at {}/v1 (completions, chat/completions); Ctrl-C stops\n",
+                           local.description, name, server.url());
   while (!g_stop_lm) std::this_thread::sleep_for(std::chrono::milliseconds(100));
   server.stop();
   std::signal(SIGINT, previous_int);
@@ -146,7 +204,7 @@ void add_model_options(CLI::App& cmd, LmArgs& a) {
 }  // namespace
 
 void add_lm_commands(CLI::App& app) {
-  auto* lm = app.add_subcommand("lm", "Inspect or serve a model: generate continuations, score completions, serve "
+  auto* lm = app.add_subcommand("lm", "Inspect or serve a model: generate, score, logits, tokenize, embed (MiniLM), serve "
                                       "/v1/completions");
   lm->require_subcommand(1);
   auto ga = std::make_shared<LmArgs>();
@@ -173,16 +231,45 @@ void add_lm_commands(CLI::App& app) {
   score->add_option("--pairs", sa->pairs_file, "JSONL file of {\"prompt\", \"completion\"}: one line each");
   score->callback([sa] { run_score(*sa); });
 
+  auto la = std::make_shared<LmArgs>();
+  auto* lg = lm->add_subcommand("logits", "The next-token logits at every position of a prompt (BOS added): JSON "
+                                          "{ids, vocab, logits: [[float × vocab] × ids]} per prompt");
+  add_model_options(*lg, *la);
+  lg->add_option("--prompt", la->prompt, "The text (raw: no chat template; BOS is added)");
+  lg->add_option("--prompts", la->prompts_file, "JSONL file of {\"prompt\": ...}: one JSON line each");
+  lg->callback([la] { run_logits(*la); });
+
+  auto ta = std::make_shared<TokenizeArgs>();
+  auto* tk = lm->add_subcommand("tokenize", "Token ids of texts under a model directory's tokenizer (tokenizer.model "
+                                            "or tokenizer.json): JSON {ids} per text");
+  tk->add_option("--model", ta->model, "Directory (or file) with tokenizer.model or tokenizer.json")->required();
+  tk->add_option("--text", ta->text, "The text");
+  tk->add_option("--texts", ta->texts_file, "JSONL file of {\"text\": ...}: one JSON line each");
+  tk->add_flag("--bare", ta->bare, "No BOS/EOS (default: the directory's add_bos_token/add_eos_token)");
+  tk->callback([ta] { run_tokenize(*ta); });
+
+  auto ea = std::make_shared<EmbedArgs>();
+  auto* em = lm->add_subcommand("embed", "Sentence embeddings of texts with a MiniLM/BERT directory (what "
+                                         "--embedder minilm:DIR scores reviews with): JSON {embedder, embedding}");
+  em->add_option("--model", ea->model, "Hugging Face BERT directory, e.g. all-MiniLM-L6-v2 (docs/embeddings.md)")
+      ->required();
+  em->add_option("--text", ea->text, "The text");
+  em->add_option("--texts", ea->texts_file, "JSONL file of {\"text\": ...}: one JSON line each");
+  em->callback([ea] { run_embed(*ea); });
+
   auto va = std::make_shared<ServeLmArgs>();
-  auto* srv = lm->add_subcommand("serve", "Serve the model over OpenAI's /v1/completions (with logprobs and vLLM's "
-                                          "return_token_ids), for the puma agent of another process or an RL engine "
-                                          "checking its token ids");
+  auto* srv = lm->add_subcommand("serve", "Serve the model over OpenAI's /v1/completions and /v1/chat/completions "
+                                          "(ChatML with Hermes <tool_call> tool calls; logprobs and vLLM's "
+                                          "return_token_ids), for the puma agent of another process, the openai "
+                                          "client, Inspect AI or an RL engine checking its token ids");
   add_model_options(*srv, va->model);
   srv->add_option("--name", va->name, "The model id clients ask for (default: the model directory's name)");
   srv->add_option("--host", va->host, "Address to listen on (any but loopback needs --token)")->capture_default_str();
   srv->add_option("--port", va->port, "Port (0 = any free port; the URL is printed on stdout)")
       ->capture_default_str()
       ->check(CLI::Range(0, 65535));
+  srv->add_option("--chat-max-tokens", va->chat_max_tokens,
+                  "max_tokens of a chat request that gives none")->capture_default_str();
   srv->add_option("--token", va->token, "Bearer token every request must carry (default: PWAB_SERVE_TOKEN)");
   srv->callback([va] { run_serve(*va); });
 }

@@ -102,6 +102,18 @@ LoraConfig LoraConfig::from_file(const fs::path& path) {
   reject("rank_pattern", json::object(), "per-module ranks are not supported");
   reject("alpha_pattern", json::object(), "per-module alphas are not supported");
   reject("layers_to_transform", nullptr, "layer selection is not supported");
+  // Newer PEFT releases (0.15 to 0.21) added these; each changes what the weights mean, so an adapter that uses one
+  // is refused rather than loaded as a plain LoRA.
+  reject("lora_bias", false, "LoRA biases (lora_B with a bias) are not supported");
+  reject("use_qalora", false, "QALoRA is not supported");
+  auto reject_nonempty = [&](const char* key, const char* why) {
+    const json* v = get(key);
+    if (v && !v->empty()) throw DataError(where + "\"" + key + "\" is " + v->dump() + ": " + why);
+  };
+  reject_nonempty("trainable_token_indices", "trainable token embeddings are not supported");
+  reject_nonempty("target_parameters", "LoRA on nn.Parameter targets is not supported");
+  reject_nonempty("exclude_modules", "exclude_modules is not supported");
+  reject_nonempty("alora_invocation_tokens", "activated LoRA (aLoRA) is not supported");
   LoraConfig c;
   const json* r = get("r");
   if (!r || !r->is_number_integer() || r->get<int64_t>() <= 0)

@@ -7,6 +7,7 @@
 // torch-free and names the types it passes only by declaration: callers include the real headers
 // (rec/recommender.h, embed/minilm.h, puma/pipeline.h) for the types they use.
 #pragma once
+#include <cstdint>
 #include <filesystem>
 #include <memory>
 #include <string>
@@ -72,6 +73,15 @@ struct TorchModels {
   std::vector<std::pair<double, int64_t>> (*lm_score)(const std::filesystem::path& model_dir,
                                                       const std::filesystem::path& adapter_dir,
                                                       const std::vector<puma::TrainPair>& pairs) = nullptr;
+  //! `pwab lm logits`: for each text, the ids the model reads (BOS added, as PumaModel's prompts) and the
+  //! next-token logits [ids × vocab], row-major float32 (PumaModel::logits); `vocab` gets the row width.
+  std::vector<std::pair<std::vector<int32_t>, std::vector<float>>> (*lm_logits)(
+      const std::filesystem::path& model_dir, const std::filesystem::path& adapter_dir,
+      const std::vector<std::string>& texts, int64_t* vocab) = nullptr;
+  //! `pwab lm tokenize`: the ids of each text under the directory's tokenizer (tok::load_tokenizer), with the
+  //! directory's own BOS/EOS defaults when `add_special`, else none.
+  std::vector<std::vector<int32_t>> (*lm_tokenize)(const std::filesystem::path& model_dir,
+                                                   const std::vector<std::string>& texts, bool add_special) = nullptr;
   //! The model's description (PumaModel::describe) with the adapter, for the commands' output.
   std::string (*lm_describe)(const std::filesystem::path& model_dir, const std::filesystem::path& adapter_dir) = nullptr;
   //! puma::run_pipeline (puma/pipeline.h).
@@ -80,7 +90,7 @@ struct TorchModels {
 };
 
 //! Bumped whenever TorchModels changes.
-inline constexpr int kTorchModelsAbi = 2;
+inline constexpr int kTorchModelsAbi = 3;
 //! The symbol the plugin exports: `const TorchModels* pwab_torch_models()`.
 inline constexpr const char* kTorchModelsSymbol = "pwab_torch_models";
 

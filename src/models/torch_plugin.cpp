@@ -7,6 +7,7 @@
 #include "puma/model.h"
 #include "puma/pipeline.h"
 #include "rec/recommender.h"
+#include "tok/tokenizer.h"
 
 namespace pwab::models {
 namespace {
@@ -46,6 +47,25 @@ std::vector<std::pair<double, int64_t>> lm_score(const std::filesystem::path& di
   return out;
 }
 
+std::vector<std::pair<std::vector<int32_t>, std::vector<float>>> lm_logits(const std::filesystem::path& dir,
+                                                                           const std::filesystem::path& adapter,
+                                                                           const std::vector<std::string>& texts,
+                                                                           int64_t* vocab) {
+  auto model = puma::PumaModel::open(dir, adapter);
+  std::vector<std::pair<std::vector<int32_t>, std::vector<float>>> out;
+  for (const std::string& t : texts)
+    out.emplace_back(model->tokenizer().encode(t, true, false), model->logits(t, vocab));
+  return out;
+}
+
+std::vector<std::vector<int32_t>> lm_tokenize(const std::filesystem::path& dir, const std::vector<std::string>& texts,
+                                              bool add_special) {
+  auto tokenizer = tok::load_tokenizer(dir);
+  std::vector<std::vector<int32_t>> out;
+  for (const std::string& t : texts) out.push_back(add_special ? tokenizer->encode(t) : tokenizer->encode(t, false, false));
+  return out;
+}
+
 std::string lm_describe(const std::filesystem::path& dir, const std::filesystem::path& adapter) {
   return puma::PumaModel::open(dir, adapter)->describe();
 }
@@ -63,6 +83,8 @@ const TorchModels kModels = [] {
   m.run_puma_pipeline = &puma::run_pipeline;
   m.lm_generate = &lm_generate;
   m.lm_score = &lm_score;
+  m.lm_logits = &lm_logits;
+  m.lm_tokenize = &lm_tokenize;
   m.lm_describe = &lm_describe;
   return m;
 }();

@@ -1,5 +1,6 @@
-// /v1/completions over a ChatModel (completions.h): requests read and checked, choices sampled one after the
-// other, token ids and log-probabilities reported as vLLM and OpenAI report them.
+// /v1/completions and /v1/chat/completions over a ChatModel (completions.h): requests read and checked, chats
+// rendered as ChatML, choices sampled one after the other, tool calls parsed back out of the text, token ids and
+// log-probabilities reported as vLLM and OpenAI report them.
 #include "serve/completions.h"
 
 #include <fmt/format.h>
@@ -12,12 +13,14 @@
 
 #include "core/json_depth.h"
 #include "core/json_writer.h"
+#include "core/text.h"
 #include "serve/net_server.h"
 
 namespace pwab::serve {
 namespace {
 
 using Json = nlohmann::json;
+using OJson = nlohmann::ordered_json;  // a chat's tools keep their keys' order: they are rendered as sent
 
 struct Refusal {
   int status;
@@ -40,10 +43,10 @@ HttpResponse json_answer(const Json& body) {
   return res;
 }
 
-std::string random_id() {
+std::string random_id(std::string_view prefix = "cmpl-") {
   uint64_t words[2] = {0, 0};
   if (::getrandom(words, sizeof words, 0) != static_cast<ssize_t>(sizeof words)) words[0] = static_cast<uint64_t>(std::time(nullptr));
-  return fmt::format("cmpl-{:016x}{:016x}", words[0], words[1]);
+  return fmt::format("{}{:016x}{:016x}", prefix, words[0], words[1]);
 }
 
 //! "token_id:<id>", as vLLM's --return-tokens-as-token-ids names tokens.
@@ -122,7 +125,300 @@ std::variant<Asked, Refusal> read_request(const HttpRequest& req, const std::str
   return a;
 }
 
+
+// ---- chat: the ChatML rendering, the tool-call parsing and the request ----
+
+// json.dumps(value, ensure_ascii=False) as Python writes it (", " and ": ", keys in their order, floats as repr):
+// what the chat template's `tojson` filter prints (transformers' chat_template_utils overrides Jinja's filter
+// with exactly that call), so a tool's schema reads the same in both prompts.
+void write_python_json(JsonWriter& w, const OJson& v) {
+  switch (v.type()) {
+    case OJson::value_t::object:
+      w.begin_object();
+      for (auto it = v.begin(); it != v.end(); ++it) {
+        w.key(it.key());
+        write_python_json(w, it.value());
+      }
+      w.end_object();
+      break;
+    case OJson::value_t::array:
+      w.begin_array();
+      for (const OJson& e : v) write_python_json(w, e);
+      w.end_array();
+      break;
+    case OJson::value_t::string: w.value(v.get_ref<const std::string&>()); break;
+    case OJson::value_t::boolean: w.value(v.get<bool>()); break;
+    case OJson::value_t::number_integer: w.value(v.get<int64_t>()); break;
+    case OJson::value_t::number_unsigned: w.raw(std::to_string(v.get<uint64_t>())); break;
+    case OJson::value_t::number_float: w.value(v.get<double>()); break;
+    default: w.null(); break;
+  }
+}
+
+std::string python_json(const OJson& v) {
+  std::string out;
+  JsonWriter w(out);
+  write_python_json(w, v);
+  return out;
+}
+
+// A message's text: a string, null (""), or OpenAI's content parts of type "text" (joined by newlines, as vLLM
+// joins them).
+std::string message_text(const OJson& m, std::size_t index) {
+  if (!m.contains("content") || m["content"].is_null()) return {};
+  const OJson& c = m["content"];
+  if (c.is_string()) return c.get<std::string>();
+  if (!c.is_array()) throw UsageError(fmt::format("messages[{}].content must be a text or a list of text parts", index));
+  std::string out;
+  for (std::size_t k = 0; k < c.size(); ++k) {
+    const OJson& part = c[k];
+    if (!part.is_object() || part.value("type", "") != "text" || !part.contains("text") || !part["text"].is_string())
+      throw UsageError(fmt::format("messages[{}].content[{}]: only parts of type \"text\" are accepted (this model "
+                                   "reads text)", index, k));
+    if (k > 0) out += "\n";
+    out += part["text"].get<std::string>();
+  }
+  return out;
+}
+
+std::string render(const OJson& messages, const OJson& tools) {
+  if (!messages.is_array() || messages.empty()) throw UsageError("'messages' must be a non-empty list");
+  if (!tools.is_null() && !tools.is_array()) throw UsageError("'tools' must be a list");
+  std::string out;
+  const auto role_of = [&](std::size_t i) -> std::string {
+    const OJson& m = messages[i];
+    if (!m.is_object() || !m.contains("role") || !m["role"].is_string())
+      throw UsageError(fmt::format("messages[{}] must be an object with a \"role\"", i));
+    std::string role = m["role"].get<std::string>();
+    if (role == "developer") role = "system";  // OpenAI's newer name for the system turn
+    if (role != "system" && role != "user" && role != "assistant" && role != "tool")
+      throw UsageError(fmt::format("messages[{}]: role '{}' is not one of system, developer, user, assistant, tool",
+                                   i, role));
+    // The template renders only a first system message; a later one would vanish from the prompt unseen.
+    if (role == "system" && i > 0)
+      throw UsageError(fmt::format("messages[{}]: a system message may only come first", i));
+    return role;
+  };
+  const bool first_is_system = role_of(0) == "system";
+  const bool with_tools = tools.is_array() && !tools.empty();
+  if (with_tools) {
+    out += "<|im_start|>system\n";
+    if (first_is_system) out += message_text(messages[0], 0) + "\n\n";
+    out += "You may call these tools:\n<tools>";
+    for (const OJson& tool : tools) {
+      if (!tool.is_object()) throw UsageError("each of 'tools' must be an object");
+      out += "\n" + python_json(tool);
+    }
+    out += "\n</tools>\nCall one as <tool_call>{\"name\": ..., \"arguments\": {...}}</tool_call>.<|im_end|>\n";
+  } else if (first_is_system) {
+    out += "<|im_start|>system\n" + message_text(messages[0], 0) + "<|im_end|>\n";
+  }
+  for (std::size_t i = 0; i < messages.size(); ++i) {
+    const std::string role = role_of(i);
+    const OJson& m = messages[i];
+    if (role == "system") continue;
+    if (role == "tool") {
+      out += "<|im_start|>user\n<tool_response>\n" + message_text(m, i) + "\n</tool_response><|im_end|>\n";
+    } else if (role == "assistant") {
+      out += "<|im_start|>assistant\n" + message_text(m, i);
+      if (m.contains("tool_calls") && !m["tool_calls"].is_null()) {
+        const OJson& calls = m["tool_calls"];
+        if (!calls.is_array()) throw UsageError(fmt::format("messages[{}].tool_calls must be a list", i));
+        for (std::size_t k = 0; k < calls.size(); ++k) {
+          const OJson* f = &calls[k];
+          if (f->is_object() && f->contains("function")) f = &(*f)["function"];
+          if (!f->is_object() || !f->contains("name") || !(*f)["name"].is_string() || !f->contains("arguments"))
+            throw UsageError(fmt::format("messages[{}].tool_calls[{}] needs a function with a name and arguments", i, k));
+          const OJson& args = (*f)["arguments"];
+          out += "<tool_call>\n{\"name\": \"" + (*f)["name"].get<std::string>() + "\", \"arguments\": " +
+                 (args.is_string() ? args.get<std::string>() : python_json(args)) + "}\n</tool_call>";
+        }
+      }
+      out += "<|im_end|>\n";
+    } else {
+      if (!m.contains("content") || m["content"].is_null())
+        throw UsageError(fmt::format("messages[{}]: a {} message needs content", i, role));
+      out += "<|im_start|>" + role + "\n" + message_text(m, i) + "<|im_end|>\n";
+    }
+  }
+  out += "<|im_start|>assistant\n";
+  return out;
+}
+
+// What a chat request asks for, checked field by field.
+struct ChatAsked {
+  std::string prompt;
+  int max_tokens = 0;
+  double temperature = 1.0;
+  int n = 1;
+  int64_t seed = 0;
+  bool logprobs = false;
+  bool return_token_ids = false;
+  bool parse_tools = true;  // tool_choice "none": tools are neither offered nor parsed
+  std::vector<std::string> stop;
+};
+
+std::variant<ChatAsked, Refusal> read_chat_request(const HttpRequest& req, const std::string& name,
+                                                   const CompletionsOptions& o) {
+  if (json_nests_deeper_than(req.body)) return bad(json_depth_message());
+  OJson body = OJson::parse(req.body, nullptr, false);
+  if (body.is_discarded() || !body.is_object()) return bad("the body must be a JSON object");
+  ChatAsked a;
+  a.max_tokens = o.chat_max_tokens;
+  std::optional<int> max_tokens, max_completion_tokens;
+  OJson tools;
+  for (auto it = body.begin(); it != body.end(); ++it) {
+    const std::string& key = it.key();
+    const OJson& v = it.value();
+    auto integer = [&](int lo, int hi) -> std::variant<int, Refusal> {
+      if (!v.is_number_integer() || v.get<int64_t>() < lo || v.get<int64_t>() > hi)
+        return bad(fmt::format("'{}' must be an integer from {} to {}", key, lo, hi));
+      return static_cast<int>(v.get<int64_t>());
+    };
+    auto flag = [&](bool& out) -> std::optional<Refusal> {
+      if (v.is_null()) return std::nullopt;
+      if (!v.is_boolean()) return bad(fmt::format("'{}' must be true or false", key));
+      out = v.get<bool>();
+      return std::nullopt;
+    };
+    std::optional<Refusal> problem;
+    if (key == "model") {
+      if (!v.is_string()) return bad("'model' must be a string");
+      if (v.get<std::string>() != name)
+        return Refusal{404, "model_not_found", fmt::format("this server serves '{}', not '{}'", name, v.get<std::string>())};
+    } else if (key == "messages") {
+      // rendered below, once the tools are known
+    } else if (key == "tools") {
+      tools = v;
+    } else if (key == "tool_choice") {
+      if (v == "none") {
+        a.parse_tools = false;
+      } else if (!v.is_null() && v != "auto") {
+        return bad("'tool_choice' must be \"auto\" or \"none\": this server cannot force a tool call");
+      }
+    } else if (key == "parallel_tool_calls") {
+      bool ignored = true;  // every <tool_call> block of a reply is returned
+      problem = flag(ignored);
+    } else if (key == "max_tokens" || key == "max_completion_tokens") {
+      if (v.is_null()) continue;
+      auto r = integer(1, o.max_tokens_limit);
+      if (auto* refusal = std::get_if<Refusal>(&r)) return *refusal;
+      (key == "max_tokens" ? max_tokens : max_completion_tokens) = std::get<int>(r);
+    } else if (key == "temperature") {
+      if (v.is_null()) continue;
+      if (!v.is_number() || v.get<double>() < 0 || v.get<double>() > 100) return bad("'temperature' must be a number from 0 to 100");
+      a.temperature = v.get<double>();
+    } else if (key == "n") {
+      if (v.is_null()) continue;
+      auto r = integer(1, o.max_n);
+      if (auto* refusal = std::get_if<Refusal>(&r)) return *refusal;
+      a.n = std::get<int>(r);
+    } else if (key == "seed") {
+      if (v.is_null()) continue;
+      if (!v.is_number_integer() || v.get<int64_t>() < 0) return bad("'seed' must be a non-negative integer");
+      a.seed = v.get<int64_t>();
+    } else if (key == "logprobs") {
+      problem = flag(a.logprobs);
+    } else if (key == "top_logprobs") {
+      // The sampler reports the log-probability of the token it drew, not the k most likely alternatives.
+      if (!v.is_null() && v != 0)
+        return bad("'top_logprobs' above 0 is not supported: this server reports the sampled token's log-probability "
+                   "only (\"logprobs\": true)");
+    } else if (key == "return_token_ids") {
+      problem = flag(a.return_token_ids);
+    } else if (key == "stop") {
+      if (v.is_string()) {
+        a.stop.push_back(v.get<std::string>());
+      } else if (v.is_array() && v.size() <= 4) {
+        for (const OJson& s : v) {
+          if (!s.is_string()) return bad("'stop' must be a text or a list of up to 4 texts");
+          a.stop.push_back(s.get<std::string>());
+        }
+      } else if (!v.is_null()) {
+        return bad("'stop' must be a text or a list of up to 4 texts");
+      }
+      for (const std::string& s : a.stop)
+        if (s.empty()) return bad("'stop' texts must not be empty");
+    } else if (key == "stream" || key == "store") {
+      if (!v.is_null() && v != false) return bad(fmt::format("'{}' is not supported: leave it false", key));
+    } else if (key == "stream_options") {
+      if (!v.is_null()) return bad("'stream_options' is not supported: this server does not stream");
+    } else if (key == "top_p") {
+      if (!v.is_null() && !(v.is_number() && v.get<double>() == 1.0)) return bad("'top_p' other than 1 is not supported");
+    } else if (key == "frequency_penalty" || key == "presence_penalty") {
+      if (!v.is_null() && !(v.is_number() && v.get<double>() == 0.0))
+        return bad(fmt::format("'{}' other than 0 is not supported", key));
+    } else if (key == "response_format") {
+      if (!v.is_null() && !(v.is_object() && v.value("type", "") == "text"))
+        return bad("'response_format' other than {\"type\": \"text\"} is not supported");
+    } else if (key != "user" && key != "metadata") {
+      return bad(fmt::format("unknown field '{}'", key));
+    }
+    if (problem) return *problem;
+  }
+  if (max_tokens && max_completion_tokens && *max_tokens != *max_completion_tokens)
+    return bad("'max_tokens' and 'max_completion_tokens' disagree: give one");
+  if (max_completion_tokens) a.max_tokens = *max_completion_tokens;
+  if (max_tokens) a.max_tokens = *max_tokens;
+  if (!a.stop.empty() && (a.logprobs || a.return_token_ids))
+    return bad("'stop' cannot go with 'logprobs' or 'return_token_ids': the text is cut at a stop text after "
+               "generation, and the token ids would no longer match it");
+  if (!body.contains("messages")) return bad("'messages' is required");
+  // A reply is searched for tool calls only when tools were offered: without them a <tool_call> in the text is text.
+  if (!tools.is_array() || tools.empty()) a.parse_tools = false;
+  try {
+    a.prompt = render(body["messages"], a.parse_tools ? tools : OJson());
+  } catch (const UsageError& e) {
+    return bad(e.what());
+  }
+  return a;
+}
+
 }  // namespace
+
+std::string render_chat_prompt(std::string_view messages_json, std::string_view tools_json) {
+  OJson messages = OJson::parse(messages_json, nullptr, false);
+  OJson tools = tools_json.empty() ? OJson() : OJson::parse(tools_json, nullptr, false);
+  if (messages.is_discarded() || tools.is_discarded()) throw UsageError("render_chat_prompt: not valid JSON");
+  return render(messages, tools);
+}
+
+ParsedReply parse_tool_calls(std::string_view text) {
+  static constexpr std::string_view kOpen = "<tool_call>", kClose = "</tool_call>";
+  ParsedReply out;
+  std::string rest;  // the text outside the parsed blocks
+  std::size_t at = 0;
+  while (at < text.size()) {
+    const std::size_t open = text.find(kOpen, at);
+    if (open == std::string_view::npos) break;
+    const std::size_t close = text.find(kClose, open + kOpen.size());
+    if (close == std::string_view::npos) break;  // cut off (max_tokens): left as text
+    const std::string_view inside = trim(text.substr(open + kOpen.size(), close - open - kOpen.size()));
+    Json call = json_nests_deeper_than(inside) ? Json() : Json::parse(inside, nullptr, false);
+    const bool ok = call.is_object() && call.contains("name") && call["name"].is_string() &&
+                    !call["name"].get<std::string>().empty() &&
+                    (!call.contains("arguments") || call["arguments"].is_object() || call["arguments"].is_string());
+    rest.append(text.substr(at, open - at));
+    if (ok) {
+      llm::ToolCall c;
+      c.name = call["name"].get<std::string>();
+      if (!call.contains("arguments")) {
+        c.arguments_json = "{}";
+      } else if (call["arguments"].is_string()) {
+        c.arguments_json = call["arguments"].get<std::string>();  // already JSON text, as some models write it
+      } else {
+        c.arguments_json = dump_compact(call["arguments"]);
+      }
+      out.tool_calls.push_back(std::move(c));
+    } else {
+      rest.append(text.substr(open, close + kClose.size() - open));
+    }
+    at = close + kClose.size();
+  }
+  rest.append(text.substr(std::min(at, text.size())));
+  out.content = out.tool_calls.empty() ? std::string(text) : std::string(trim(rest));
+  return out;
+}
 
 struct CompletionsServer::Impl final : RequestHandler {
   llm::ChatModel& model;
@@ -149,13 +445,88 @@ struct CompletionsServer::Impl final : RequestHandler {
       return json_answer({{"object", "list"},
                           {"data", {{{"id", name}, {"object", "model"}, {"owned_by", "pwab"}, {"root", name}}}}});
     if (req.path == "/v1/completions" && req.method == "POST") return complete(req);
-    if (req.path == "/health" || req.path == "/v1/models" || req.path == "/v1/completions") {
+    if (req.path == "/v1/chat/completions" && req.method == "POST") return chat(req);
+    const bool post_route = req.path == "/v1/completions" || req.path == "/v1/chat/completions";
+    if (req.path == "/health" || req.path == "/v1/models" || post_route) {
       HttpResponse res = openai_error(405, "method_not_allowed", fmt::format("{} {} is not allowed", req.method, req.path));
-      res.set_header("Allow", req.path == "/v1/completions" ? "POST" : "GET");
+      res.set_header("Allow", post_route ? "POST" : "GET");
       return res;
     }
-    return openai_error(404, "not_found", fmt::format("no route {} {} (this server answers /v1/completions and "
-                                                      "/v1/models)", req.method, req.path));
+    return openai_error(404, "not_found", fmt::format("no route {} {} (this server answers /v1/completions, "
+                                                      "/v1/chat/completions and /v1/models)", req.method, req.path));
+  }
+
+  HttpResponse chat(const HttpRequest& req) {
+    auto read = read_chat_request(req, name, options);
+    if (auto* r = std::get_if<Refusal>(&read)) return openai_error(r->status, r->code, r->message);
+    const ChatAsked& a = std::get<ChatAsked>(read);
+    const bool tokens = a.logprobs || a.return_token_ids;
+    Json choices = Json::array();
+    int64_t prompt_tokens = 0, completion_tokens = 0;
+    for (int i = 0; i < a.n; ++i) {
+      llm::ChatRequest c;
+      c.model = name;
+      c.prompt = a.prompt;
+      c.max_tokens = a.max_tokens;
+      c.temperature = a.temperature;
+      c.seed = a.seed;
+      c.sample = i;
+      c.return_tokens = tokens;
+      llm::ChatResponse r;
+      try {
+        std::lock_guard lock(mu);
+        r = model.chat(c);
+      } catch (const std::exception& e) {
+        return openai_error(500, "model_error", e.what());
+      }
+      if (tokens && !r.tokens) return openai_error(500, "model_error", "the model reported no token ids");
+      if (i == 0) prompt_tokens = r.prompt_tokens;
+      completion_tokens += r.completion_tokens;
+      std::string text = std::move(r.message.content);
+      std::string finish = r.finish_reason;
+      // Stop texts end the reply where the first of them begins (the model is not stopped early: it has no stop
+      // strings, only its end-of-sequence token), and the stop text itself is left out, as OpenAI leaves it out.
+      std::size_t cut = std::string::npos;
+      for (const std::string& s : a.stop) cut = std::min(cut, text.find(s));
+      if (cut != std::string::npos) {
+        text.resize(cut);
+        finish = "stop";
+      }
+      Json message = {{"role", "assistant"}, {"content", nullptr}};
+      ParsedReply parsed = a.parse_tools ? parse_tool_calls(text) : ParsedReply{text, {}};
+      if (!parsed.content.empty() || parsed.tool_calls.empty()) message["content"] = parsed.content;
+      if (!parsed.tool_calls.empty()) {
+        Json calls = Json::array();
+        for (const llm::ToolCall& call : parsed.tool_calls)
+          calls.push_back({{"id", random_id("call_").substr(0, 29)}, {"type", "function"},
+                           {"function", {{"name", call.name}, {"arguments", call.arguments_json}}}});
+        message["tool_calls"] = std::move(calls);
+        if (finish == "stop") finish = "tool_calls";
+      }
+      Json choice = {{"index", i}, {"message", std::move(message)}, {"finish_reason", finish}, {"logprobs", nullptr}};
+      if (a.logprobs) {
+        Json content = Json::array();
+        for (std::size_t t = 0; t < r.tokens->completion_ids.size(); ++t)
+          content.push_back({{"token", token_name(r.tokens->completion_ids[t])},
+                             {"logprob", t < r.tokens->logprobs.size() ? r.tokens->logprobs[t] : 0.0f},
+                             {"bytes", nullptr},
+                             {"top_logprobs", Json::array()}});
+        choice["logprobs"] = {{"content", std::move(content)}};
+      }
+      if (a.return_token_ids) {
+        choice["token_ids"] = r.tokens->completion_ids;
+        choice["prompt_token_ids"] = r.tokens->prompt_ids;
+      }
+      choices.push_back(std::move(choice));
+    }
+    return json_answer({{"id", random_id("chatcmpl-")},
+                        {"object", "chat.completion"},
+                        {"created", static_cast<int64_t>(std::time(nullptr))},
+                        {"model", name},
+                        {"choices", std::move(choices)},
+                        {"usage", {{"prompt_tokens", prompt_tokens},
+                                   {"completion_tokens", completion_tokens},
+                                   {"total_tokens", prompt_tokens + completion_tokens}}}});
   }
 
   HttpResponse complete(const HttpRequest& req) {

@@ -5,7 +5,10 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cctype>
 #include <charconv>
+#include <map>
 #include <condition_variable>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -13,6 +16,7 @@
 
 #include "core/json_depth.h"
 #include "core/json_writer.h"
+#include "core/version.h"
 #include "serve/net_server.h"
 #include "serve/openenv.h"
 
@@ -131,7 +135,8 @@ struct HttpServer::Impl final : RequestHandler {
   Impl(EpisodeService& s, HttpOptions o)
       : service(s),
         options(std::move(o)),
-        openenv(s, s.environment().dataset(), OpenEnvOptions{options.max_ws_sessions, data::Split::kTrain}) {
+        openenv(s, s.environment().dataset(),
+                OpenEnvOptions{options.max_ws_sessions, data::Split::kTrain, options.ws_idle_timeout_s}) {
     if (options.reward) reward.emplace(s.environment().dataset(), options.reward);
   }
 
@@ -143,9 +148,12 @@ struct HttpServer::Impl final : RequestHandler {
   void add_routes() {
     const std::string episode = "/v1/episodes/{id}";
     auto episode_blocks = [this](const HttpRequest&, std::string_view id) { return service.may_block(id); };
+    // "healthy" is OpenEnv's HealthStatus (types.py), which `openenv validate` asks for.
     add("GET", "/health", 200, [this](auto&, auto) {
-      return Json{{"status", "ok"}, {"sessions", service.n_sessions()}, {"websockets", openenv.n_ws_sessions()}};
+      return Json{{"status", "healthy"}, {"sessions", service.n_sessions()}, {"websockets", openenv.n_ws_sessions()},
+                  {"mcp_sessions", openenv.n_mcp_sessions()}};
     });
+    add("GET", "/openapi.json", 200, [this](auto&, auto) { return openapi(); });
     add("GET", "/v1/info", 200, [this](auto&, auto) { return service.info(); });
     add("GET", "/v1/tasks", 200, [this](auto& req, auto) { return service.list_tasks(task_query(req)); });
     add("POST", "/v1/episodes", 201, [this](auto& req, auto) { return service.start(parse_body(req)); });
@@ -176,6 +184,59 @@ struct HttpServer::Impl final : RequestHandler {
         {}, true);
     add("GET", "/schema", 200, [](auto&, auto) { return OpenEnvFrontEnd::schema(); }, {}, true);
     add("GET", "/metadata", 200, [this](auto&, auto) { return openenv.metadata(); }, {}, true);
+  }
+
+  //! GET /openapi.json: an OpenAPI 3.1 description of the routes this server has (OpenEnv's servers are FastAPI
+  //! apps, which publish one; `openenv validate --url` reads its info.version and whether /reset, /step and
+  //! /state are there). Built from the route table, so it lists exactly what is served.
+  Json openapi() const {
+    static const std::map<std::string, std::string> summaries = {
+        {"/health", "Health check"},
+        {"/openapi.json", "This description"},
+        {"/v1/info", "Dataset size, tools, tracks, user simulators and limits"},
+        {"/v1/tasks", "List tasks (?split=&offset=&limit=&history=)"},
+        {"/v1/episodes", "Start an episode"},
+        {"/v1/episodes/{episode_id}", "An episode so far (GET) or its end and record (DELETE)"},
+        {"/v1/episodes/{episode_id}/step", "One action of an episode"},
+        {"/v1/episodes/{episode_id}/end", "End an episode: its record and score"},
+        {"/v1/reward", "Score finished single-turn rollouts (also OpenRLHF's remote reward request)"},
+        {"/reset", "OpenEnv: reset (start an episode) and return the first observation"},
+        {"/step", "OpenEnv: one action of the episode named by episode_id"},
+        {"/state", "OpenEnv: the state of the episode named by ?episode_id="},
+        {"/schema", "OpenEnv: JSON Schemas of the action, the observation and the state"},
+        {"/metadata", "OpenEnv: the environment's metadata"},
+        {"/mcp", "MCP (streamable HTTP, handshake revisions and 2026-07-28) and OpenEnv's plain JSON-RPC"},
+        {"/ws", "OpenEnv's WebSocket session (GET with an Upgrade; ?session_id= attaches to an /mcp session)"}};
+    Json paths = Json::object();
+    auto add_path = [&](const std::string& pattern, const std::string& method) {
+      std::string path = pattern;
+      if (auto hole = path.find("{id}"); hole != std::string::npos) path.replace(hole, 4, "{episode_id}");
+      Json op = {{"summary", summaries.count(path) ? summaries.at(path) : path},
+                 {"responses", {{"200", {{"description", "JSON"}}}}}};
+      if (path.find("{episode_id}") != std::string::npos)
+        op["parameters"] = Json::array(
+            {{{"name", "episode_id"}, {"in", "path"}, {"required", true}, {"schema", {{"type", "string"}}}}});
+      if (method == "POST")
+        op["requestBody"] = {{"content", {{"application/json", {{"schema", {{"type", {"object", "array"}}}}}}}}};
+      std::string m = method;
+      std::transform(m.begin(), m.end(), m.begin(), [](unsigned char c) { return std::tolower(c); });
+      paths[path][m] = std::move(op);
+    };
+    for (const Route& r : routes) add_path(r.pattern, r.method);
+    for (const HttpRoute& r : options.extra_routes) add_path(r.path, r.method);
+    add_path("/ws", "GET");
+    if (!paths.contains("/mcp")) add_path("/mcp", "POST");  // OpenEnv's plain JSON-RPC is answered here regardless
+    paths["/reset"]["post"]["requestBody"]["content"]["application/json"]["schema"] = {{"type", "object"}};
+    return {{"openapi", "3.1.0"},
+            {"info",
+             {{"title", "pwab"},
+              {"version", "1.0.0"},
+              {"description",
+               "PersonalWAB environment server: pwab's JSON API (/v1), OpenEnv's HTTP and WebSocket contract (the 1.x "
+               "profile: /reset, /step, /state, /schema, /metadata, /health, /ws, /mcp) and MCP. pwab " +
+                   std::string(kVersion)},
+              {"x-pwab-version", kVersion}}},
+            {"paths", std::move(paths)}};
   }
 
   //! An OpenEnv /step may wait when its episode may (the id is in the body: read it without parsing it all).
@@ -216,7 +277,14 @@ struct HttpServer::Impl final : RequestHandler {
     return std::nullopt;
   }
 
+  //! POST /mcp that is OpenEnv's plain JSON-RPC (openenv.h), answered by the OpenEnv front end; MCP's transports
+  //! (a session id, a protocol version header, an initialize) go to the MCP endpoint.
+  static bool is_openenv_mcp(const HttpRequest& req) {
+    return req.path == "/mcp" && req.method == "POST" && OpenEnvFrontEnd::is_plain_mcp(req);
+  }
+
   bool blocks(const HttpRequest& req) const override {
+    if (is_openenv_mcp(req)) return true;  // a tool call may fsync a record
     if (find_extra(req)) return true;
     std::string_view id;
     std::string allowed;
@@ -225,6 +293,8 @@ struct HttpServer::Impl final : RequestHandler {
   }
 
   HttpResponse handle(const HttpRequest& req) override {
+    // OpenEnv's plain JSON-RPC is always answered 200 with a JSON-RPC reply (errors in it), as its servers do.
+    if (is_openenv_mcp(req)) return json_answer(200, openenv.mcp(req.body));
     if (const HttpRoute* extra = find_extra(req)) {
       HttpResponse res;
       extra->handle(req, res);
@@ -258,8 +328,10 @@ struct HttpServer::Impl final : RequestHandler {
   }
 
   std::unique_ptr<WsSession> upgrade(const HttpRequest& req, HttpResponse& refusal) override {
-    if (req.path == "/ws") return openenv.open_session();
-    refusal = error_answer(404, "not_found", fmt::format("no WebSocket at {} (OpenEnv's session is at /ws)", req.path));
+    if (req.path == "/ws") return openenv.open_session(req);
+    if (req.path == "/mcp") return openenv.open_mcp_socket();
+    refusal = error_answer(404, "not_found",
+                           fmt::format("no WebSocket at {} (OpenEnv's session is at /ws, its JSON-RPC at /mcp)", req.path));
     return nullptr;
   }
 
@@ -271,6 +343,7 @@ struct HttpServer::Impl final : RequestHandler {
       if (stopping) break;
       lock.unlock();
       service.expire_idle();
+      openenv.expire_idle();
       lock.lock();
     }
   }

@@ -1,5 +1,8 @@
 #include "serve/mcp.h"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include <algorithm>
 #include <istream>
 #include <ostream>
@@ -14,6 +17,38 @@ using nlohmann::json;
 const std::vector<std::string>& mcp_protocol_versions() {
   static const std::vector<std::string> versions = {"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"};
   return versions;
+}
+
+const std::vector<std::string>& mcp_stateless_versions() {
+  static const std::vector<std::string> versions = {"2026-07-28"};
+  return versions;
+}
+
+std::vector<std::string> mcp_all_versions() {
+  std::vector<std::string> all = mcp_stateless_versions();
+  for (const auto& v : mcp_protocol_versions()) all.push_back(v);
+  return all;
+}
+
+bool is_stateless_version(std::string_view version) {
+  const auto& ours = mcp_stateless_versions();
+  return std::find(ours.begin(), ours.end(), version) != ours.end();
+}
+
+int stateless_http_status(int code) {
+  switch (code) {
+    case jsonrpc::kParseError:
+    case jsonrpc::kInvalidRequest:
+    case jsonrpc::kInvalidParams:
+    case jsonrpc::kHeaderMismatch:
+    case jsonrpc::kMissingClientCapability:
+    case jsonrpc::kUnsupportedProtocolVersion:
+      return 400;
+    case jsonrpc::kMethodNotFound:
+      return 404;
+    default:
+      return 200;
+  }
 }
 
 namespace {
@@ -141,8 +176,25 @@ std::string episode_id_of(const json& args) {
   return it->get<std::string>();
 }
 
-json error_reply(const json& id, int code, const std::string& message) {
-  return {{"jsonrpc", "2.0"}, {"id", id}, {"error", {{"code", code}, {"message", message}}}};
+json error_reply(const json& id, int code, const std::string& message, const json& data = nullptr) {
+  json reply = {{"jsonrpc", "2.0"}, {"id", id}, {"error", {{"code", code}, {"message", message}}}};
+  if (!data.is_null()) reply["error"]["data"] = data;
+  return reply;
+}
+
+// A stateless-revision result: every result says it is complete (2026-07-28 adds "resultType" so that a result
+// may instead ask for more input, which this server never does).
+json complete(json result) {
+  result["resultType"] = "complete";
+  return result;
+}
+
+// Caching hints of a stateless list or discover result: the tool list holds nothing of any user's and is fixed for
+// the server's life, but a restarted server may be another version, so clients are told to ask again each time.
+json cacheable(json result) {
+  result["ttlMs"] = 0;
+  result["cacheScope"] = "public";
+  return complete(std::move(result));
 }
 
 json no_reply() { return json(json::value_t::discarded); }
@@ -156,6 +208,37 @@ McpServer::McpServer(EpisodeService& service, std::string server_version)
 
 bool McpServer::is_request(const json& message) {
   return message.is_object() && message.contains("method") && message.contains("id");
+}
+
+bool McpServer::is_stateless(const json& message) {
+  if (!message.is_object()) return false;
+  if (message.value("method", json()) == "server/discover") return true;
+  auto params = message.find("params");
+  if (params == message.end() || !params->is_object()) return false;
+  auto meta = params->find("_meta");
+  return meta != params->end() && meta->is_object() &&
+         (meta->contains(kMetaProtocolVersion) || meta->contains(kMetaClientCapabilities));
+}
+
+std::string McpServer::envelope_version(const json& params) {
+  auto meta = params.is_object() ? params.find("_meta") : params.end();
+  if (!params.is_object() || meta == params.end() || !meta->is_object())
+    throw JsonRpcError(jsonrpc::kInvalidParams,
+                       fmt::format("params._meta must be an object carrying '{}' and '{}' (MCP 2026-07-28's per-request "
+                                   "envelope)",
+                                   kMetaProtocolVersion, kMetaClientCapabilities));
+  std::string missing;
+  for (const char* key : {kMetaProtocolVersion, kMetaClientCapabilities})
+    if (!meta->contains(key)) missing += (missing.empty() ? "" : ", ") + std::string(key);
+  if (!missing.empty())
+    throw JsonRpcError(jsonrpc::kInvalidParams, "params._meta lacks the envelope's required key(s): " + missing);
+  const json& version = (*meta)[kMetaProtocolVersion];
+  if (!version.is_string())
+    throw JsonRpcError(jsonrpc::kInvalidParams, fmt::format("params._meta['{}'] must be a string", kMetaProtocolVersion));
+  if (!(*meta)[kMetaClientCapabilities].is_object())
+    throw JsonRpcError(jsonrpc::kInvalidParams,
+                       fmt::format("params._meta['{}'] must be an object", kMetaClientCapabilities));
+  return version.get<std::string>();
 }
 
 std::string McpServer::handle_text(std::string_view text, McpSession& session) {
@@ -204,28 +287,65 @@ json McpServer::handle_one(const json& message, McpSession& session) {
     return error_reply(nullptr, jsonrpc::kInvalidRequest, "\"id\" must be a string or a number");
   try {
     if (!params.is_object()) throw JsonRpcError(jsonrpc::kInvalidParams, "\"params\" must be an object");
+    if (is_stateless(message)) {
+      // MCP 2026-07-28: the request stands alone; its envelope names the version, no session is consulted.
+      const std::string version = envelope_version(params);
+      if (!is_stateless_version(version))
+        throw JsonRpcError(jsonrpc::kUnsupportedProtocolVersion,
+                           fmt::format("unsupported protocol version '{}' in params._meta (this server speaks {})",
+                                       version, fmt::join(mcp_all_versions(), ", ")),
+                           json{{"supported", mcp_all_versions()}, {"requested", version}});
+      return {{"jsonrpc", "2.0"}, {"id", id}, {"result", dispatch_stateless(method, params)}};
+    }
     return {{"jsonrpc", "2.0"}, {"id", id}, {"result", dispatch(method, params, session)}};
   } catch (const JsonRpcError& e) {
-    return error_reply(id, e.code, e.what());
+    return error_reply(id, e.code, e.what(), e.data);
   } catch (const std::exception& e) {
     return error_reply(id, jsonrpc::kInternalError, std::string("internal error: ") + e.what());
   }
 }
 
+json McpServer::call(const json& params) {
+  if (!params.contains("name") || !params["name"].is_string())
+    throw JsonRpcError(jsonrpc::kInvalidParams, "tools/call needs \"name\", the tool's name");
+  json arguments = params.value("arguments", json::object());
+  if (arguments.is_null()) arguments = json::object();
+  if (!arguments.is_object()) throw JsonRpcError(jsonrpc::kInvalidParams, "\"arguments\" must be an object");
+  return call_tool(params["name"].get<std::string>(), arguments);
+}
+
 json McpServer::dispatch(const std::string& method, const json& params, McpSession& session) {
   if (method == "initialize") return initialize(params, session);
   if (method == "ping") return json::object();
-  if (session.protocol_version.empty())
-    throw JsonRpcError(jsonrpc::kInvalidRequest, "the session is not initialized: send \"initialize\" first");
+  if (session.protocol_version.empty() && !session.plain)
+    throw JsonRpcError(jsonrpc::kInvalidRequest,
+                       "the session is not initialized: send \"initialize\" first (or speak the stateless revision "
+                       "2026-07-28: no initialize, the envelope in every request's params._meta)");
   if (method == "tools/list") return {{"tools", tools_}};  // one page: no nextCursor
-  if (method == "tools/call") {
-    if (!params.contains("name") || !params["name"].is_string())
-      throw JsonRpcError(jsonrpc::kInvalidParams, "tools/call needs \"name\", the tool's name");
-    json arguments = params.value("arguments", json::object());
-    if (!arguments.is_object()) throw JsonRpcError(jsonrpc::kInvalidParams, "\"arguments\" must be an object");
-    return call_tool(params["name"].get<std::string>(), arguments);
-  }
+  if (method == "tools/call") return call(params);
   throw JsonRpcError(jsonrpc::kMethodNotFound, "method '" + method + "' is not supported (this server offers tools)");
+}
+
+json McpServer::dispatch_stateless(const std::string& method, const json& params) {
+  // Every result names the server in _meta (the revision asks servers to, as it has no initialize result).
+  auto stamped = [this](json result) {
+    result["_meta"][kMetaServerInfo] = {{"name", "pwab"}, {"version", version_}};
+    return result;
+  };
+  if (method == "server/discover")
+    return stamped(cacheable({{"supportedVersions", mcp_all_versions()},
+                              {"capabilities", {{"tools", {{"listChanged", false}}}}},
+                              {"instructions", kInstructions}}));
+  if (method == "tools/list") return stamped(cacheable({{"tools", tools_}}));
+  if (method == "tools/call") return stamped(complete(call(params)));
+  if (method == "ping") return stamped(complete(json::object()));
+  if (method == "initialize")
+    throw JsonRpcError(jsonrpc::kMethodNotFound,
+                       "initialize is not part of the stateless revision 2026-07-28 (server/discover says what this "
+                       "server speaks); to negotiate 2025-11-25 or earlier, send initialize without the envelope in "
+                       "params._meta");
+  throw JsonRpcError(jsonrpc::kMethodNotFound,
+                     "method '" + method + "' is not supported (this server offers server/discover and tools)");
 }
 
 json McpServer::initialize(const json& params, McpSession& session) const {

@@ -24,15 +24,36 @@ inline constexpr int kInvalidRequest = -32600;
 inline constexpr int kMethodNotFound = -32601;
 inline constexpr int kInvalidParams = -32602;
 inline constexpr int kInternalError = -32603;
+// MCP's own codes (revision 2026-07-28, allocated from -32020).
+inline constexpr int kHeaderMismatch = -32020;             //!< HTTP headers disagree with the body, or are missing
+inline constexpr int kMissingClientCapability = -32021;    //!< unused: this server needs no client capability
+inline constexpr int kUnsupportedProtocolVersion = -32022;  //!< data: {"supported": [...], "requested": "..."}
 }  // namespace jsonrpc
 
-//! The MCP protocol versions this server speaks, newest first (the tools-only subset is the same in each).
+//! The MCP protocol versions reached by the `initialize` handshake, newest first (the tools-only subset is the
+//! same in each).
 const std::vector<std::string>& mcp_protocol_versions();
+//! The stateless revisions, newest first ("2026-07-28"): no initialize and no session; every request carries
+//! its protocol version and the client's capabilities in params._meta (the "envelope" below), and
+//! `server/discover` says what the server speaks.
+const std::vector<std::string>& mcp_stateless_versions();
+//! Every version spoken, stateless ones first, newest first (server/discover's supportedVersions).
+std::vector<std::string> mcp_all_versions();
+bool is_stateless_version(std::string_view version);
+
+//! The keys of the stateless revision's per-request envelope in params._meta.
+inline constexpr const char* kMetaProtocolVersion = "io.modelcontextprotocol/protocolVersion";
+inline constexpr const char* kMetaClientCapabilities = "io.modelcontextprotocol/clientCapabilities";
+inline constexpr const char* kMetaClientInfo = "io.modelcontextprotocol/clientInfo";
+inline constexpr const char* kMetaServerInfo = "io.modelcontextprotocol/serverInfo";
 
 //! What one client connection has negotiated (one per stdio process, one per Mcp-Session-Id over HTTP).
 struct McpSession {
   std::string protocol_version;  //!< empty until `initialize`
   bool initialized = false;      //!< the client sent notifications/initialized
+  //! OpenEnv's plain JSON-RPC (POST /mcp with neither session nor version header, openenv.h): tools/list and
+  //! tools/call are answered without a handshake, as OpenEnv's own servers answer them.
+  bool plain = false;
 };
 
 class McpServer {
@@ -55,11 +76,20 @@ class McpServer {
 
   //! True when a message (object) is a request: it has a method and an id, so it is owed a reply.
   static bool is_request(const nlohmann::json& message);
+  //! True when a request is of the stateless revision: it carries the envelope (params._meta with the protocol
+  //! version or the client's capabilities) or is `server/discover`. Such a request is answered on its own,
+  //! whatever the session negotiated.
+  static bool is_stateless(const nlohmann::json& message);
+  //! The protocol version of a stateless request's envelope. Throws JsonRpcError: kInvalidParams when the
+  //! envelope or one of its required keys (protocol version, client capabilities) is missing or mistyped.
+  static std::string envelope_version(const nlohmann::json& params);
 
  private:
   nlohmann::json handle_one(const nlohmann::json& message, McpSession& session);
   nlohmann::json dispatch(const std::string& method, const nlohmann::json& params, McpSession& session);
+  nlohmann::json dispatch_stateless(const std::string& method, const nlohmann::json& params);
   nlohmann::json initialize(const nlohmann::json& params, McpSession& session) const;
+  nlohmann::json call(const nlohmann::json& params);
 
   EpisodeService& service_;
   std::string version_;
@@ -68,9 +98,15 @@ class McpServer {
 
 //! A JSON-RPC error thrown by a method handler; McpServer turns it into the error reply.
 struct JsonRpcError : Error {
-  JsonRpcError(int code, const std::string& message) : Error(message), code(code) {}
+  JsonRpcError(int code, const std::string& message, nlohmann::json data = nullptr)
+      : Error(message), code(code), data(std::move(data)) {}
   int code;
+  nlohmann::json data;  //!< the error's "data" member when not null
 };
+
+//! The HTTP status of a stateless-revision reply carrying this JSON-RPC error code: 400 for a malformed or refused
+//! request, 404 for an unknown method, 200 otherwise (MCP 2026-07-28, streamable HTTP).
+int stateless_http_status(int code);
 
 //! The stdio transport: reads newline-delimited JSON-RPC messages from `in` and writes each reply as one line on
 //! `out` (flushed), until end of input. Blank lines are skipped. Nothing else is written to `out`.

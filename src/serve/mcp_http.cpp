@@ -2,9 +2,14 @@
 #include "core/json_depth.h"
 #include "serve/access.h"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include <algorithm>
 #include <cctype>
 #include <chrono>
+#include <cstdint>
+#include <optional>
 #include <random>
 
 namespace pwab::serve {
@@ -21,11 +26,71 @@ std::string lower(std::string s) {
   return s;
 }
 
+constexpr const char* kMethodHeader = "Mcp-Method";
+constexpr const char* kNameHeader = "Mcp-Name";
+
 // A transport-level refusal: the HTTP status plus a JSON-RPC error body, so SDK clients can show the message.
-void refuse(HttpResponse& res, int status, int code, const std::string& message) {
-  json body = {{"jsonrpc", "2.0"}, {"id", nullptr}, {"error", {{"code", code}, {"message", message}}}};
+void refuse(HttpResponse& res, int status, int code, const std::string& message, const json& id = nullptr,
+            const json& data = nullptr) {
+  json body = {{"jsonrpc", "2.0"}, {"id", id}, {"error", {{"code", code}, {"message", message}}}};
+  if (!data.is_null()) body["error"]["data"] = data;
   res.status = status;
-  res.body = body.dump();
+  res.body = body.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+// Standard base64 (RFC 4648, padded), strictly: nothing on a bad character, bad padding or non-zero spare bits.
+std::optional<std::string> base64_decode(std::string_view in) {
+  auto value = [](char c) -> int {
+    if (c >= 'A' && c <= 'Z') return c - 'A';
+    if (c >= 'a' && c <= 'z') return c - 'a' + 26;
+    if (c >= '0' && c <= '9') return c - '0' + 52;
+    if (c == '+') return 62;
+    if (c == '/') return 63;
+    return -1;
+  };
+  if (in.size() % 4 != 0) return std::nullopt;
+  std::string out;
+  for (std::size_t i = 0; i < in.size(); i += 4) {
+    int v[4];
+    int pad = 0;
+    for (int k = 0; k < 4; ++k) {
+      char c = in[i + k];
+      if (c == '=' && i + 4 == in.size() && k >= 2) {
+        v[k] = 0;
+        ++pad;
+      } else if (pad > 0 || (v[k] = value(c)) < 0) {
+        return std::nullopt;
+      }
+    }
+    const uint32_t word = (uint32_t(v[0]) << 18) | (uint32_t(v[1]) << 12) | (uint32_t(v[2]) << 6) | uint32_t(v[3]);
+    if ((pad == 1 && (word & 0xFF)) || (pad == 2 && (word & 0xFFFF))) return std::nullopt;  // non-canonical
+    out.push_back(char(word >> 16));
+    if (pad < 2) out.push_back(char((word >> 8) & 0xFF));
+    if (pad < 1) out.push_back(char(word & 0xFF));
+  }
+  return out;
+}
+
+// A header value as the stateless revision encodes it: verbatim, or "=?base64?...?=" for a value that would not
+// survive as a header (non-ASCII, edge whitespace). Nothing for a malformed sentinel, which then matches no body value.
+std::optional<std::string> header_value(const std::string& raw) {
+  constexpr std::string_view open = "=?base64?", close = "?=";
+  if (raw.size() >= open.size() + close.size() && raw.compare(0, open.size(), open) == 0 &&
+      raw.compare(raw.size() - close.size(), close.size(), close) == 0)
+    return base64_decode(std::string_view(raw).substr(open.size(), raw.size() - open.size() - close.size()));
+  return raw;
+}
+
+// A routing header (MCP-Protocol-Version, Mcp-Method, Mcp-Name) sent twice: readers of the first and of the last
+// copy would disagree about the request, so it is refused.
+std::optional<std::string> duplicated_routing_header(const HttpRequest& req) {
+  for (const char* name : {kVersionHeader, kMethodHeader, kNameHeader}) {
+    int n = 0;
+    for (const auto& [key, value] : req.headers)
+      if (lower(key) == lower(name)) ++n;
+    if (n > 1) return std::string(name);
+  }
+  return std::nullopt;
 }
 
 // 128 random bits as hex: session ids must not be guessable (the spec asks for a secure random id).
@@ -130,6 +195,18 @@ void McpHttpEndpoint::post(const HttpRequest& req, HttpResponse& res) {
   json message = json::parse(req.body, nullptr, /*allow_exceptions=*/false);
   if (message.is_discarded()) return refuse(res, 400, jsonrpc::kParseError, "the body is not valid JSON");
 
+  // Which revision the request speaks: the version header of the stateless one (2026-07-28) makes it a request
+  // of its own; otherwise the handshake's session rules hold.
+  const bool has_version = req.has_header(kVersionHeader);
+  const std::string version = req.header(kVersionHeader);
+  if (has_version && is_stateless_version(version)) return post_stateless(req, message, res);
+  if (has_version && std::find(mcp_protocol_versions().begin(), mcp_protocol_versions().end(), version) ==
+                         mcp_protocol_versions().end())
+    return refuse(res, 400, jsonrpc::kUnsupportedProtocolVersion,
+                  "unsupported MCP-Protocol-Version '" + version + "' (this server speaks " +
+                      fmt::format("{}", fmt::join(mcp_all_versions(), ", ")) + ")",
+                  nullptr, json{{"supported", mcp_all_versions()}, {"requested", version}});
+
   McpSession session;
   std::string session_id;
   if (is_initialize(message)) {
@@ -145,17 +222,19 @@ void McpHttpEndpoint::post(const HttpRequest& req, HttpResponse& res) {
     res.body = reply.dump(-1, ' ', false, json::error_handler_t::replace);
     return;
   }
-  if (!req.has_header(kSessionHeader))
-    return refuse(res, 400, jsonrpc::kInvalidRequest, "the Mcp-Session-Id header is required (from initialize)");
+  if (!req.has_header(kSessionHeader)) {
+    if (McpServer::is_stateless(message))
+      return refuse(res, 400, jsonrpc::kHeaderMismatch,
+                    "a request of the stateless revision (its envelope in params._meta) needs the MCP-Protocol-Version "
+                    "header naming the same version",
+                    message.is_object() ? message.value("id", json()) : json());
+    return refuse(res, 400, jsonrpc::kInvalidRequest,
+                  "the Mcp-Session-Id header is required (from initialize); or speak the stateless revision 2026-07-28 "
+                  "(MCP-Protocol-Version: 2026-07-28 and the envelope in params._meta, no session)");
+  }
   session_id = req.header(kSessionHeader);
   if (!find_session(session_id, session))
     return refuse(res, 404, jsonrpc::kInvalidRequest, "unknown or ended MCP session: initialize again");
-  if (req.has_header(kVersionHeader)) {
-    const auto& ours = mcp_protocol_versions();
-    if (std::find(ours.begin(), ours.end(), req.header(kVersionHeader)) == ours.end())
-      return refuse(res, 400, jsonrpc::kInvalidRequest,
-                    "unsupported MCP-Protocol-Version '" + req.header(kVersionHeader) + "'");
-  }
 
   json reply = server_.handle(message, session);
   update_session(session_id, session);
@@ -163,6 +242,48 @@ void McpHttpEndpoint::post(const HttpRequest& req, HttpResponse& res) {
     res.status = 202;  // notifications and responses only
     return;
   }
+  res.body = reply.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+// MCP 2026-07-28 over streamable HTTP: one JSON-RPC request (or notification) per POST, no session; the
+// MCP-Protocol-Version, Mcp-Method and (for tools/call) Mcp-Name headers must repeat what the body says, so that
+// an intermediary routing on the headers routes what the server executes. A refused request's status follows
+// its error code (stateless_http_status).
+void McpHttpEndpoint::post_stateless(const HttpRequest& req, const json& message, HttpResponse& res) {
+  if (!message.is_object() || (message.contains("result") || message.contains("error")) || !message.contains("method"))
+    return refuse(res, 400, jsonrpc::kInvalidRequest,
+                  "the body must be a single JSON-RPC request or notification object (no batches at 2026-07-28)");
+  if (!McpServer::is_request(message)) {  // a notification: acknowledged; nothing in this revision acts on one
+    res.status = 202;
+    return;
+  }
+  const json id = message["id"];
+  auto fail = [&](int code, const std::string& text, const json& data = nullptr) {
+    refuse(res, stateless_http_status(code), code, text, id.is_string() || id.is_number() ? id : json(), data);
+  };
+  if (auto twice = duplicated_routing_header(req)) return fail(jsonrpc::kHeaderMismatch, *twice + " header appears more than once");
+  const json params = message.value("params", json::object());
+  std::string version;
+  try {
+    version = McpServer::envelope_version(params);
+  } catch (const JsonRpcError& e) {
+    return fail(e.code, e.what());
+  }
+  if (req.header(kVersionHeader) != version)
+    return fail(jsonrpc::kHeaderMismatch, fmt::format("the MCP-Protocol-Version header ('{}') is not the request "
+                                                      "envelope's protocol version ('{}')",
+                                                      req.header(kVersionHeader), version));
+  const json method = message["method"];
+  if (!req.has_header(kMethodHeader) || !method.is_string() || req.header(kMethodHeader) != method.get<std::string>())
+    return fail(jsonrpc::kHeaderMismatch, "the Mcp-Method header must name the request's method");
+  if (method == "tools/call" && params.contains("name") && !params["name"].is_null()) {
+    auto named = req.has_header(kNameHeader) ? header_value(req.header(kNameHeader)) : std::nullopt;
+    if (!named || !params["name"].is_string() || *named != params["name"].get<std::string>())
+      return fail(jsonrpc::kHeaderMismatch, "the Mcp-Name header must name the tool the request calls");
+  }
+  McpSession none;  // nothing of a session is read or kept at this revision
+  json reply = server_.handle(message, none);
+  if (reply.is_object() && reply.contains("error")) res.status = stateless_http_status(reply["error"].value("code", 0));
   res.body = reply.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 

@@ -1,9 +1,15 @@
 // src/serve/mcp_http.h: MCP's streamable HTTP transport for McpServer, as routes at /mcp of `pwab serve`.
 //
 // POST /mcp carries JSON-RPC messages and is answered with application/json (the spec lets a server answer without
-// an SSE stream): 200 with the reply for requests, 202 for notifications and responses. `initialize` opens an MCP
-// session and its reply carries the Mcp-Session-Id header; every later request must send it back (400 without it,
-// 404 for an unknown or ended one: the client then initializes again). DELETE /mcp ends the session; GET /mcp
+// an SSE stream): 200 with the reply for requests, 202 for notifications and responses. Two eras of the protocol:
+//   - stateless (2026-07-28): a request whose MCP-Protocol-Version header names a stateless revision stands alone:
+//     no initialize, no session id; its envelope (params._meta) must name the same version and the Mcp-Method /
+//     Mcp-Name headers repeat its method and tool (else -32020, 400); one request per POST; an error's HTTP
+//     status follows its code (400, 404 for an unknown method);
+//   - handshake (2025-11-25 and earlier): `initialize` opens an MCP session and its reply carries the
+//     Mcp-Session-Id header; every later request must send it back (400 without it, 404 for an unknown or ended
+//     one: the client then initializes again).
+// An MCP-Protocol-Version this server does not speak is -32022 (400) with the versions it does. DELETE /mcp ends the session; GET /mcp
 // answers 405, as there are no server-initiated messages. A request with an Origin header from anywhere but this
 // machine (localhost, 127.0.0.1, [::1]) gets 403, against DNS rebinding. Thread-safe: requests of one session may
 // run concurrently, since each tool call is its own episode step.
@@ -53,6 +59,7 @@ class McpHttpEndpoint {
   };
 
   void post(const HttpRequest& req, HttpResponse& res);
+  void post_stateless(const HttpRequest& req, const nlohmann::json& message, HttpResponse& res);
   void remove(const HttpRequest& req, HttpResponse& res);
   bool origin_allowed(const HttpRequest& req) const;
   //! The new session's id, or "" when the table is full and no session has been idle long enough to drop.

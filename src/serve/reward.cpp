@@ -18,7 +18,9 @@ RequestError bad(const std::string& message) { return RequestError(400, "bad_req
 const std::string* string_field(const Json& item, const char* key) {
   auto it = item.find(key);
   if (it == item.end() || it->is_null()) return nullptr;
-  if (!it->is_string()) throw bad(fmt::format("reward: '{}' must be a string, got {}", key, it->type_name()));
+  if (!it->is_string())
+    throw bad(fmt::format("reward: '{}' must be a string{}, got {}", key,
+                          std::string_view(key) == "parameter" ? " or an array of ASIN strings" : "", it->type_name()));
   return it->get_ptr<const std::string*>();
 }
 
@@ -74,7 +76,22 @@ Json RewardEndpoint::score_one(const Json& item) const {
   const data::Task& task = find_task(dataset_, *key);
   const std::string* completion = string_field(item, "completion");
   const std::string* function = string_field(item, "function");
-  const std::string* parameter = string_field(item, "parameter");
+  // The parameter is text, or, as a tool call of get_recommendations_by_history carries its product_sequence, a
+  // JSON array of ASINs: joined with ", ", the form the puma agent's completions give it (puma::parse_completion).
+  std::string joined;
+  const std::string* parameter = nullptr;
+  if (auto p = item.find("parameter"); p != item.end() && p->is_array()) {
+    for (const Json& asin : *p) {
+      if (!asin.is_string())
+        throw bad(fmt::format("reward: 'parameter' as an array holds ASIN strings, got an element of type {}",
+                              asin.type_name()));
+      if (!joined.empty()) joined += ", ";
+      joined += asin.get_ref<const std::string&>();
+    }
+    parameter = &joined;
+  } else {
+    parameter = string_field(item, "parameter");
+  }
   if (completion && (function || parameter))
     throw bad("reward: give either 'completion' or 'function' and 'parameter', not both");
   if (completion) return score_json(*key, functions_.score_completion(task, *completion));

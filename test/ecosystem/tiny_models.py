@@ -117,14 +117,17 @@ def make_llama(directory, hidden=64, layers=2, heads=4, kv_heads=2, intermediate
 
 
 
-def steering_bias(tokenizer, target, prefix, bias=11.0):
+def steering_bias(tokenizer, target, prefix, bias=11.0, anchored=False):
     """Generation settings that steer a random tiny model to answer with `target` (then the EOS token): a
     transformers `sequence_bias` (GenerationConfig; TRL passes it through GRPOConfig.generation_kwargs) adding `bias`
     to each next token of the target after the tokens before it, starting after `prefix` (the end of the prompt the
     chat template renders, e.g. "<|im_start|>assistant\n"). A random model's logits are nearly flat, so at bias 11
     each token follows with probability ~0.99 under sampling: most answers are the target, some break off into
     noise. A random tiny model almost never writes a well-formed tool call by itself; a steered one lets tests see
-    real generated tool calls parsed and executed. Returns {"sequence_bias": [[ids, bias], ...]}."""
+    real generated tool calls parsed and executed. `anchored`: every biased n-gram starts with the whole prefix, so
+    the bias applies only right after that exact prefix (e.g. a later turn's "</tool_response>...assistant\n"); the
+    lists of several calls can be added together to steer different turns differently (a higher bias wins where
+    two apply). Returns {"sequence_bias": [[ids, bias], ...]}."""
     before = tokenizer(prefix, add_special_tokens=False)["input_ids"]
     ids = tokenizer(target, add_special_tokens=False)["input_ids"] + [tokenizer.eos_token_id]
     sequence = before + ids
@@ -140,6 +143,8 @@ def steering_bias(tokenizer, target, prefix, bias=11.0):
                 break
         if not clash:
             break
+    if anchored:
+        context = len(sequence)
     pairs = [[list(sequence[max(0, end - context):end + 1]), float(bias)] for end in range(len(before), len(sequence))]
     return {"sequence_bias": pairs}
 

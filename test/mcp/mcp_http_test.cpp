@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <httplib.h>
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 #include <thread>
 
@@ -74,7 +75,9 @@ TEST_F(McpHttp, InitializeIssuesASessionThatLaterRequestsNeed) {
   EXPECT_NE(open_session(), id);  // every initialize opens its own session
   EXPECT_EQ(endpoint_->n_sessions(), 2u);
 
-  auto missing = post(kToolsList);
+  // A client of the handshake revisions names its version: without the session it was given, it is refused. (A
+  // request with neither header is OpenEnv's plain JSON-RPC, served beside MCP: McpStateless below.)
+  auto missing = post(kToolsList, {{"MCP-Protocol-Version", "2025-06-18"}});
   EXPECT_EQ(missing->status, 400) << missing->body;
   EXPECT_NE(missing->body.find("Mcp-Session-Id"), std::string::npos);
   auto unknown = post(kToolsList, session_headers("0123456789abcdef0123456789abcdef"));
@@ -138,6 +141,10 @@ TEST_F(McpHttp, BadRequestsGetClearRefusals) {
   auto version = post(kToolsList, {{"Mcp-Session-Id", id}, {"MCP-Protocol-Version", "1999-01-01"}});
   EXPECT_EQ(version->status, 400);
   EXPECT_NE(version->body.find("1999-01-01"), std::string::npos);
+  EXPECT_EQ(rpc_error(version), jsonrpc::kUnsupportedProtocolVersion);
+  const json supported = json::parse(version->body)["error"]["data"]["supported"];
+  EXPECT_EQ(supported.front(), "2026-07-28");  // the versions spoken, so a client can pick one
+  EXPECT_EQ(json::parse(version->body)["error"]["data"]["requested"], "1999-01-01");
   // A failed initialize opens no session.
   auto bad_init = post(R"({"jsonrpc":"2.0","id":1,"method":"initialize","params":{}})");
   EXPECT_EQ(bad_init->status, 200);
@@ -195,6 +202,130 @@ TEST_F(McpHttp, AnEpisodeOverHttp) {
   json ended = call("end_episode", {{"episode_id", episode}});
   EXPECT_EQ(ended["structuredContent"]["record"]["ending"], "stop");
   EXPECT_TRUE(call("end_episode", {{"episode_id", episode}})["isError"].get<bool>());
+}
+
+
+// --- the stateless revision (2026-07-28) ----------------------------------------------------------------------
+
+//! A request of the stateless revision: the envelope in params._meta (what the MCP Python SDK 2.x stamps).
+json stateless(const std::string& method, json params = json::object(), json id = 1,
+               const std::string& version = "2026-07-28") {
+  params["_meta"] = {{kMetaProtocolVersion, version},
+                     {kMetaClientCapabilities, json::object()},
+                     {kMetaClientInfo, {{"name", "t"}, {"version", "1"}}}};
+  return {{"jsonrpc", "2.0"}, {"id", std::move(id)}, {"method", method}, {"params", std::move(params)}};
+}
+
+httplib::Headers routing(const std::string& method, const std::string& name = "", const std::string& version = "2026-07-28") {
+  httplib::Headers h = {{"MCP-Protocol-Version", version}, {"Mcp-Method", method}};
+  if (!name.empty()) h.emplace("Mcp-Name", name);
+  return h;
+}
+
+TEST_F(McpHttp, AStatelessRequestNeedsNoInitializeAndOpensNoSession) {
+  start();
+  auto discover = post(stateless("server/discover").dump(), routing("server/discover"));
+  ASSERT_EQ(discover->status, 200) << discover->body;
+  EXPECT_FALSE(discover->has_header("Mcp-Session-Id"));
+  json d = json::parse(discover->body)["result"];
+  EXPECT_EQ(d["supportedVersions"].front(), "2026-07-28");
+  EXPECT_NE(std::find(d["supportedVersions"].begin(), d["supportedVersions"].end(), "2025-11-25"),
+            d["supportedVersions"].end());  // the handshake revisions are spoken too
+  EXPECT_EQ(d["resultType"], "complete");
+  EXPECT_EQ(d["cacheScope"], "public");
+  EXPECT_EQ(d["ttlMs"], 0);
+  EXPECT_TRUE(d["capabilities"].contains("tools"));
+  EXPECT_EQ(d["_meta"][kMetaServerInfo]["version"], "1.2.3");
+
+  auto list = post(stateless("tools/list").dump(), routing("tools/list"));
+  ASSERT_EQ(list->status, 200) << list->body;
+  json tools = json::parse(list->body)["result"];
+  EXPECT_EQ(tools["tools"], server_.tool_list());
+  EXPECT_EQ(tools["resultType"], "complete");
+  EXPECT_EQ(endpoint_->n_sessions(), 0u);
+}
+
+TEST_F(McpHttp, AStatelessEpisodeMatchesTheHandshakeOne) {
+  start();
+  auto call = [&](const std::string& tool, json arguments, const std::string& name_header) {
+    auto res = post(stateless("tools/call", {{"name", tool}, {"arguments", std::move(arguments)}}).dump(),
+                    routing("tools/call", name_header));
+    EXPECT_EQ(res->status, 200) << res->body;
+    json result = json::parse(res->body)["result"];
+    EXPECT_EQ(result["resultType"], "complete");
+    return result;
+  };
+  json started = call("start_episode", {{"task", "test/0"}, {"track", "single"}}, "start_episode");
+  ASSERT_FALSE(started["isError"].get<bool>()) << started.dump();
+  const std::string episode = started["structuredContent"]["episode_id"];
+  // Mcp-Name may come base64-wrapped ("=?base64?...?=", what the SDKs send for a value that is no plain token).
+  json stopped = call("stop", {{"episode_id", episode}}, "=?base64?c3RvcA==?=");
+  EXPECT_TRUE(stopped["structuredContent"]["finished"].get<bool>());
+  EXPECT_EQ(stopped["structuredContent"]["ending"], "stop");
+  json ended = call("end_episode", {{"episode_id", episode}}, "end_episode");
+  EXPECT_EQ(ended["structuredContent"]["record"]["ending"], "stop");
+  EXPECT_EQ(ended["structuredContent"]["record"]["task"], "test/0");
+  // A call that cannot be made is still a tool error, as in every revision.
+  json again = call("end_episode", {{"episode_id", episode}}, "end_episode");
+  EXPECT_TRUE(again["isError"].get<bool>());
+  EXPECT_EQ(again["structuredContent"]["error"]["code"], "unknown_episode");
+}
+
+TEST_F(McpHttp, StatelessRefusalsCarryTheirCodeAndStatus) {
+  start();
+  auto code_of = [](const httplib::Result& r) { return json::parse(r->body)["error"]["code"].get<int>(); };
+  // Headers that disagree with the body: -32020, 400.
+  auto versions = post(stateless("tools/list", json::object(), 1, "2025-11-25").dump(), routing("tools/list"));
+  EXPECT_EQ(versions->status, 400);
+  EXPECT_EQ(code_of(versions), jsonrpc::kHeaderMismatch);
+  auto no_method = post(stateless("tools/list").dump(), {{"MCP-Protocol-Version", "2026-07-28"}});
+  EXPECT_EQ(no_method->status, 400);
+  EXPECT_EQ(code_of(no_method), jsonrpc::kHeaderMismatch);
+  auto wrong_method = post(stateless("tools/list").dump(), routing("tools/call"));
+  EXPECT_EQ(code_of(wrong_method), jsonrpc::kHeaderMismatch);
+  json stop = stateless("tools/call", {{"name", "stop"}, {"arguments", {{"episode_id", "x"}}}});
+  auto no_name = post(stop.dump(), routing("tools/call"));
+  EXPECT_EQ(no_name->status, 400);
+  EXPECT_EQ(code_of(no_name), jsonrpc::kHeaderMismatch);
+  EXPECT_EQ(code_of(post(stop.dump(), routing("tools/call", "respond"))), jsonrpc::kHeaderMismatch);
+  EXPECT_EQ(code_of(post(stop.dump(), routing("tools/call", "=?base64?!!!?="))), jsonrpc::kHeaderMismatch);
+  httplib::Headers twice = routing("tools/list");
+  twice.emplace("Mcp-Method", "tools/list");
+  auto duplicated = post(stateless("tools/list").dump(), twice);
+  EXPECT_EQ(duplicated->status, 400);
+  EXPECT_NE(duplicated->body.find("more than once"), std::string::npos) << duplicated->body;
+  // The envelope missing or incomplete: -32602, 400, naming what is missing.
+  json bare = {{"jsonrpc", "2.0"}, {"id", 1}, {"method", "tools/list"}};
+  auto no_envelope = post(bare.dump(), routing("tools/list"));
+  EXPECT_EQ(no_envelope->status, 400);
+  EXPECT_EQ(code_of(no_envelope), jsonrpc::kInvalidParams);
+  json partial = stateless("tools/list");
+  partial["params"]["_meta"].erase(kMetaClientCapabilities);
+  auto incomplete = post(partial.dump(), routing("tools/list"));
+  EXPECT_EQ(code_of(incomplete), jsonrpc::kInvalidParams);
+  EXPECT_NE(incomplete->body.find(kMetaClientCapabilities), std::string::npos);
+  // An envelope without the version header, no session: the header is required.
+  auto headerless = post(stateless("tools/list").dump());
+  EXPECT_EQ(headerless->status, 400);
+  EXPECT_EQ(code_of(headerless), jsonrpc::kHeaderMismatch);
+  // A version nobody speaks: -32022 with the versions that are.
+  auto future = post(stateless("tools/list", json::object(), 1, "2099-01-01").dump(), routing("tools/list", "", "2099-01-01"));
+  EXPECT_EQ(future->status, 400);
+  EXPECT_EQ(code_of(future), jsonrpc::kUnsupportedProtocolVersion);
+  EXPECT_EQ(json::parse(future->body)["error"]["data"]["requested"], "2099-01-01");
+  // An unknown method: -32601, 404; initialize is not a method of this revision.
+  auto unknown = post(stateless("prompts/list").dump(), routing("prompts/list"));
+  EXPECT_EQ(unknown->status, 404);
+  EXPECT_EQ(code_of(unknown), jsonrpc::kMethodNotFound);
+  EXPECT_EQ(post(stateless("initialize").dump(), routing("initialize"))->status, 404);
+  // One request per POST; a notification is acknowledged.
+  auto batch = post(json::array({stateless("tools/list")}).dump(), routing("tools/list"));
+  EXPECT_EQ(batch->status, 400);
+  EXPECT_EQ(code_of(batch), jsonrpc::kInvalidRequest);
+  auto note = post(R"({"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}})",
+                   routing("notifications/cancelled"));
+  EXPECT_EQ(note->status, 202);
+  EXPECT_EQ(endpoint_->n_sessions(), 0u);
 }
 
 }  // namespace

@@ -317,5 +317,85 @@ TEST(McpStdio, OneReplyLinePerRequest) {
   EXPECT_EQ(lines[3]["result"]["structuredContent"]["tasks"].size(), 2u);
 }
 
+
+// --- the stateless revision (2026-07-28): each request carries its version in params._meta, no initialize ----
+
+json envelope(const std::string& version = "2026-07-28") {
+  return {{kMetaProtocolVersion, version}, {kMetaClientCapabilities, json::object()}};
+}
+
+TEST_F(McpProtocol, StatelessRequestsNeedNoInitialize) {
+  json discover = request("server/discover", {{"_meta", envelope()}});
+  ASSERT_TRUE(discover.contains("result")) << discover.dump();
+  EXPECT_EQ(discover["result"]["supportedVersions"], json(mcp_all_versions()));
+  EXPECT_EQ(discover["result"]["resultType"], "complete");
+  EXPECT_EQ(discover["result"]["_meta"][kMetaServerInfo]["name"], "pwab");
+  json list = request("tools/list", {{"_meta", envelope()}});
+  EXPECT_EQ(list["result"]["tools"], server_.tool_list());
+  EXPECT_EQ(list["result"]["ttlMs"], 0);
+  // A whole episode, the same as on the service: start, a search, the record.
+  const std::string key = task_key(data::TaskType::kSearch);
+  json started = request("tools/call", {{"name", "start_episode"},
+                                        {"arguments", {{"task", key}, {"track", "single"}}},
+                                        {"_meta", envelope()}})["result"];
+  ASSERT_FALSE(started["isError"].get<bool>()) << started.dump();
+  EXPECT_EQ(started["resultType"], "complete");
+  const std::string id = started["structuredContent"]["episode_id"];
+  json searched = request("tools/call", {{"name", "search_product_by_query"},
+                                         {"arguments", {{"episode_id", id}, {"query", "usb"}}},
+                                         {"_meta", envelope()}})["result"];
+  EXPECT_TRUE(searched["structuredContent"]["finished"].get<bool>()) << searched.dump();
+  json direct = service_.start({{"task", key}, {"track", "single"}});
+  json direct_step = service_.step(direct["episode_id"].get<std::string>(),
+                                   {{"name", "search_product_by_query"}, {"arguments", {{"query", "usb"}}}});
+  EXPECT_EQ(searched["content"][0]["text"], direct_step["observation"]);
+  EXPECT_EQ(searched["structuredContent"]["reward"], direct_step["reward"]);
+  EXPECT_TRUE(session_.protocol_version.empty());  // nothing was negotiated or kept
+  // The session-bound (handshake) path is untouched: without the envelope, tools still need initialize.
+  EXPECT_EQ(error_code(request("tools/list")), jsonrpc::kInvalidRequest);
+}
+
+TEST_F(McpProtocol, StatelessEnvelopeErrors) {
+  EXPECT_EQ(error_code(request("server/discover")), jsonrpc::kInvalidParams);  // no envelope at all
+  json partial = request("tools/list", {{"_meta", {{kMetaProtocolVersion, "2026-07-28"}}}});
+  EXPECT_EQ(error_code(partial), jsonrpc::kInvalidParams);
+  EXPECT_NE(partial["error"]["message"].get<std::string>().find(kMetaClientCapabilities), std::string::npos);
+  json typed = envelope();
+  typed[kMetaProtocolVersion] = 20260728;
+  EXPECT_EQ(error_code(request("tools/list", {{"_meta", typed}})), jsonrpc::kInvalidParams);
+  json future = request("server/discover", {{"_meta", envelope("2099-01-01")}});
+  EXPECT_EQ(error_code(future), jsonrpc::kUnsupportedProtocolVersion);
+  EXPECT_EQ(future["error"]["data"]["requested"], "2099-01-01");
+  EXPECT_EQ(future["error"]["data"]["supported"], json(mcp_all_versions()));
+  // A handshake version in the envelope is no stateless revision either.
+  EXPECT_EQ(error_code(request("tools/list", {{"_meta", envelope("2025-11-25")}})), jsonrpc::kUnsupportedProtocolVersion);
+  EXPECT_EQ(error_code(request("initialize", {{"_meta", envelope()}, {"protocolVersion", "2025-11-25"}})),
+            jsonrpc::kMethodNotFound);
+  EXPECT_EQ(error_code(request("resources/list", {{"_meta", envelope()}})), jsonrpc::kMethodNotFound);
+  EXPECT_EQ(error_code(request("tools/call", {{"_meta", envelope()}})), jsonrpc::kInvalidParams);
+  EXPECT_EQ(error_code(request("tools/call", {{"_meta", envelope()}, {"name", "no_such_tool"}})), jsonrpc::kInvalidParams);
+  // A progress token in _meta is no envelope: a handshake request keeps its rules.
+  EXPECT_EQ(error_code(request("tools/list", {{"_meta", {{"progressToken", 1}}}})), jsonrpc::kInvalidRequest);
+  EXPECT_EQ(stateless_http_status(jsonrpc::kMethodNotFound), 404);
+  EXPECT_EQ(stateless_http_status(jsonrpc::kHeaderMismatch), 400);
+  EXPECT_EQ(stateless_http_status(jsonrpc::kInternalError), 200);
+}
+
+TEST(McpStdio, StatelessRequestsOverStdio) {
+  EpisodeService service(mini_environment().environment, ServiceOptions{});
+  McpServer server(service, "1");
+  json list = {{"jsonrpc", "2.0"}, {"id", 2}, {"method", "tools/list"}, {"params", {{"_meta", envelope()}}}};
+  json discover = {{"jsonrpc", "2.0"}, {"id", 1}, {"method", "server/discover"}, {"params", {{"_meta", envelope()}}}};
+  std::istringstream in(discover.dump() + "\n" + list.dump() + "\n");
+  std::ostringstream out;
+  serve_mcp_stdio(server, in, out);
+  std::vector<json> lines;
+  std::istringstream replies(out.str());
+  for (std::string line; std::getline(replies, line);) lines.push_back(json::parse(line));
+  ASSERT_EQ(lines.size(), 2u) << out.str();
+  EXPECT_EQ(lines[0]["result"]["supportedVersions"].front(), "2026-07-28");
+  EXPECT_EQ(lines[1]["result"]["tools"], server.tool_list());
+}
+
 }  // namespace
 }  // namespace pwab::serve

@@ -276,7 +276,14 @@ TEST_F(McpSdk, ServeAnswersMcpTransportRequests) {
   ASSERT_TRUE(init);
   ASSERT_EQ(init->status, 200) << init->body;
   const std::string session = init->get_header_value("Mcp-Session-Id");
-  EXPECT_EQ(http.Post("/mcp", R"({"jsonrpc":"2.0","id":2,"method":"ping"})", "application/json")->status, 400);
+  // A handshake-era request without its session is refused; one with no MCP header at all is OpenEnv's plain
+  // JSON-RPC, answered 200 (docs/serve.md).
+  EXPECT_EQ(http.Post("/mcp", {{"MCP-Protocol-Version", "2025-06-18"}}, R"({"jsonrpc":"2.0","id":2,"method":"ping"})",
+                      "application/json")->status,
+            400);
+  auto plain = http.Post("/mcp", R"({"jsonrpc":"2.0","id":2,"method":"ping"})", "application/json");
+  EXPECT_EQ(plain->status, 200);
+  EXPECT_EQ(json::parse(plain->body)["result"], json::object());
   EXPECT_EQ(http.Delete("/mcp", {{"Mcp-Session-Id", session}})->status, 204);
   EXPECT_EQ(http.Delete("/mcp", {{"Mcp-Session-Id", session}})->status, 404);
   EXPECT_EQ(http.Get("/health")->status, 200);  // the JSON API is unaffected

@@ -131,7 +131,7 @@ std::size_t count_of(const std::string& text, const std::string& what) {
 TEST(Http, HealthInfoAndTasks) {
   Served s;
   auto c = s.client();
-  EXPECT_EQ(body(c.Get("/health"))["status"], "ok");
+  EXPECT_EQ(body(c.Get("/health"))["status"], "healthy");
   EXPECT_EQ(body(c.Get("/v1/info"))["dataset"]["tasks"]["test"], world().ds.tasks(data::Split::kTest).size());
   Json page = body(c.Get("/v1/tasks?split=test&offset=1&limit=2"));
   ASSERT_EQ(page["tasks"].size(), 2u);
@@ -200,7 +200,7 @@ TEST(Http, OversizedBodiesAre413) {
   std::string big = R"({"task": "test/0", "pad": ")" + std::string(8000, 'x') + "\"}";
   expect_error(c.Post("/v1/episodes", big, kJson), 413, "body_too_large");
   // The next request is served normally.
-  EXPECT_EQ(body(c.Get("/health"))["status"], "ok");
+  EXPECT_EQ(body(c.Get("/health"))["status"], "healthy");
 }
 
 TEST(Http, DeeplyNestedBodiesAre400NotACrash) {
@@ -216,7 +216,7 @@ TEST(Http, DeeplyNestedBodiesAre400NotACrash) {
   std::string args = R"({"name": "search_product_by_query", "arguments": )" + std::string(100000, '[') +
                      std::string(100000, ']') + "}";
   expect_error(c.Post("/v1/episodes/ep_nope/step", args, kJson), 400, "json_too_deep");
-  EXPECT_EQ(body(c.Get("/health"))["status"], "ok");
+  EXPECT_EQ(body(c.Get("/health"))["status"], "healthy");
 }
 
 // What a web page could make a browser send (issue 19): a rebound DNS name in Host, a cross-site POST with a
@@ -263,7 +263,7 @@ TEST(Http, ATokenClosesEveryRouteAndIsRequiredOffLoopback) {
   expect_error(c.Post("/v1/episodes", R"({"task": "test/0"})", kJson), 401, "unauthorized");
   EXPECT_EQ(s.service.n_sessions(), 0u);
   c.set_bearer_token_auth("tok-123");
-  EXPECT_EQ(body(c.Get("/health"))["status"], "ok");
+  EXPECT_EQ(body(c.Get("/health"))["status"], "healthy");
   // with the token, the server answers whatever name it is reached by (it listens on every address)
   EXPECT_EQ(body(c.Get("/v1/tasks", {{"Host", "server.example:8765"}}))["split"], "test");
   auto started = c.Post("/v1/episodes", R"({"task": "test/0"})", kJson);
@@ -352,7 +352,7 @@ TEST(Http, HalfClosedClientsAreAnswered) {
     ::shutdown(c.fd, SHUT_WR);
     std::string answer = c.read_all();
     EXPECT_EQ(answer.rfind("HTTP/1.1 200", 0), 0u) << answer;
-    EXPECT_NE(answer.find(R"("status":"ok")"), std::string::npos) << answer;
+    EXPECT_NE(answer.find(R"("status":"healthy")"), std::string::npos) << answer;
   }
   // A POST with a body, half-closed after it.
   RawConnection c(s.server.port());
@@ -438,7 +438,7 @@ TEST(Http, TheRequestReaderHandlesContinuePipeliningAndBadHeads) {
     EXPECT_NE(bad.find(R"("code":"bad_content_length")"), std::string::npos) << bad;
   }
   // The server is unharmed.
-  EXPECT_EQ(body(s.client().Get("/health"))["status"], "ok");
+  EXPECT_EQ(body(s.client().Get("/health"))["status"], "healthy");
 }
 
 }  // namespace

@@ -1,6 +1,6 @@
 // OpenEnv's contract on a real `pwab serve` front end on loopback (src/serve/openenv.h): the HTTP routes (/reset,
 // /step, /state, /schema, /metadata, /health) and the WebSocket session at /ws, as OpenEnv's EnvClient drives them
-// (meta-pytorch/OpenEnv src/openenv/core/env_client.py: {"type": "reset"|"step"|"state"|"close", "data"} in,
+// (huggingface/OpenEnv, openenv 0.10.0, openenv/core/env_client.py: {"type": "reset"|"step"|"state"|"close", "data"} in,
 // {"type": "observation"|"state"|"error", "data"} out); rewards, records and trials with --out; the access rules
 // on the upgrade; and what broken or vanishing clients get.
 #include "serve/openenv.h"
@@ -9,6 +9,7 @@
 #include <httplib.h>
 
 #include <nlohmann/json.hpp>
+#include <set>
 #include <thread>
 
 #include "env/tools.h"
@@ -89,7 +90,20 @@ TEST(OpenEnv, SchemaMetadataAndHealth) {
     EXPECT_TRUE(names.contains(n)) << n;
   EXPECT_EQ(schema["state"]["required"], Json({"episode_id", "step_count"}));
   EXPECT_EQ(s.get("/metadata")["name"], "pwab");
-  EXPECT_EQ(s.get("/health")["status"], "ok");
+  EXPECT_EQ(s.get("/health")["status"], "healthy");  // OpenEnv's HealthStatus
+  // OpenEnv's servers are FastAPI apps publishing /openapi.json; `openenv validate --url` reads info.version and
+  // whether /reset, /step and /state are there (simulation mode).
+  Json api = s.get("/openapi.json");
+  EXPECT_TRUE(api["info"]["version"].is_string());
+  for (const char* path : {"/reset", "/step", "/state", "/schema", "/metadata", "/health", "/ws", "/mcp", "/v1/reward"})
+    EXPECT_TRUE(api["paths"].contains(path)) << path;
+  EXPECT_TRUE(api["paths"]["/reset"].contains("post"));
+  EXPECT_TRUE(api["paths"]["/state"].contains("get"));
+  EXPECT_TRUE(api["paths"].contains("/v1/episodes/{episode_id}/step"));
+  // The plain JSON-RPC POST /mcp the validator sends (an empty object) gets a JSON-RPC error, status 200.
+  Json empty = s.post("/mcp", Json::object());
+  EXPECT_EQ(empty["jsonrpc"], "2.0");
+  EXPECT_EQ(empty["error"]["code"], -32600);
 }
 
 // Over HTTP the episode is named by the id /reset returned; the reward is 0 until the end, then the episode's
@@ -367,6 +381,156 @@ TEST(OpenEnv, TenThousandSessionsOpenedAndDroppedAreAllFreed) {
   EXPECT_EQ(s.service.n_sessions(), 0u);
   WsClient after(s.server.port());
   EXPECT_EQ(ws(after, {{"type", "reset"}, {"data", {{"task", "test/2"}}}})["type"], "observation");
+}
+
+
+// --- OpenEnv's MCP side: plain JSON-RPC at /mcp, sessions shared with /ws, MCP actions in steps ------------
+
+Json rpc(const Served& s, const std::string& method, Json params = Json::object(), int id = 1) {
+  return s.post("/mcp", {{"jsonrpc", "2.0"}, {"id", id}, {"method", method}, {"params", std::move(params)}});
+}
+
+// MCPToolClient's production mode (openenv mcp_client.py): openenv/session/create over POST /mcp, a WebSocket at
+// /ws?session_id= for reset, and tools/call with the session_id acting on that same episode; close order as the
+// client does it (the WebSocket's close message, then openenv/session/close).
+TEST(OpenEnv, McpSessionSharesItsEpisodeWithTheWebSocket) {
+  Served s;
+  const data::Task& task = first_task(data::TaskType::kSearch);
+  Json created = rpc(s, "openenv/session/create");
+  const std::string sid = created["result"]["session_id"];
+  ASSERT_FALSE(sid.empty());
+  EXPECT_EQ(s.get("/health")["mcp_sessions"], 1);
+  Json listed = rpc(s, "tools/list", {{"session_id", sid}});
+  std::set<std::string> names;
+  for (const Json& t : listed["result"]["tools"]) {
+    names.insert(t["name"].get<std::string>());
+    EXPECT_FALSE(t["inputSchema"]["properties"].contains("episode_id")) << t.dump();  // the session names it
+  }
+  for (const char* n : {"respond", "search_product_by_query", "get_recommendations_by_history", "add_product_review", "stop"})
+    EXPECT_TRUE(names.contains(n)) << n;
+  EXPECT_FALSE(names.contains("start_episode"));
+
+  // No episode yet: a clear JSON-RPC error, not an empty result.
+  Json early = rpc(s, "tools/call", {{"session_id", sid}, {"name", "stop"}, {"arguments", Json::object()}});
+  EXPECT_EQ(early["error"]["code"], -32600) << early.dump();
+  EXPECT_EQ(early["error"]["data"]["code"], "unknown_episode");
+
+  WsClient c(s.server.port(), "/ws?session_id=" + sid);
+  Json reset = ws(c, {{"type", "reset"}, {"data", {{"task", runner::task_key(task)}, {"track", "multi"}, {"seed", 3}}}});
+  ASSERT_EQ(reset["type"], "observation") << reset.dump();
+  EXPECT_FALSE(reset["data"]["observation"].contains("tools"));  // MCP mode: tools/list carries them
+  WsClient second(s.server.port(), "/ws?session_id=" + sid);  // one WebSocket per session
+  EXPECT_EQ(Json::parse(second.receive())["data"]["code"], "SESSION_ERROR");
+
+  Json searched = rpc(s, "tools/call", {{"session_id", sid}, {"name", "search_product_by_query"},
+                                        {"arguments", search_action(task)["arguments"]}});
+  ASSERT_TRUE(searched.contains("result")) << searched.dump();
+  const Json& step = searched["result"]["structuredContent"];
+  EXPECT_EQ(searched["result"]["content"][0]["text"], step["text"]);
+  EXPECT_TRUE(step["scored"]);
+  EXPECT_FALSE(step["done"]);
+  EXPECT_EQ(ws(c, {{"type", "state"}})["data"]["step_count"], 1);  // the WebSocket's episode took the step
+  Json stopped = rpc(s, "tools/call", {{"session_id", sid}, {"name", "stop"}});
+  EXPECT_TRUE(stopped["result"]["structuredContent"]["done"]);
+  EXPECT_DOUBLE_EQ(stopped["result"]["structuredContent"]["reward"].get<double>(),
+                   step["step_reward"]["result_acc"].get<double>());
+  EXPECT_TRUE(ws(c, {{"type", "state"}})["data"]["finished"]);
+  EXPECT_EQ(s.service.n_sessions(), 0u);  // finished and ended at once
+
+  Json unknown_tool = rpc(s, "tools/call", {{"session_id", sid}, {"name", "start_episode"}});
+  EXPECT_EQ(unknown_tool["error"]["code"], -32602);
+  // Closed while attached: closing now, gone when the WebSocket goes.
+  Json closing = rpc(s, "openenv/session/close", {{"session_id", sid}});
+  EXPECT_EQ(closing["result"]["closing"], true);
+  c.send(Json{{"type", "close"}}.dump());
+  EXPECT_THROW(c.receive(), WsClosed);
+  for (int i = 0; i < 500 && s.get("/health")["mcp_sessions"] != 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  EXPECT_EQ(s.get("/health")["mcp_sessions"], 0);
+  EXPECT_EQ(rpc(s, "tools/list", {{"session_id", sid}})["error"]["code"], -32602);  // Unknown session_id
+  EXPECT_EQ(rpc(s, "openenv/session/close", {{"session_id", sid}})["error"]["code"], -32602);
+  WsClient late(s.server.port(), "/ws?session_id=" + sid);
+  EXPECT_EQ(Json::parse(late.receive())["data"]["code"], "SESSION_ERROR");
+
+  // Closed unattached with an episode open: the episode is ended as the client's choice.
+  const std::string other = rpc(s, "openenv/session/create")["result"]["session_id"];
+  {
+    WsClient d(s.server.port(), "/ws?session_id=" + other);
+    ws(d, {{"type", "reset"}, {"data", {{"task", runner::task_key(task)}, {"track", "multi"}}}});
+  }  // dropped without a close message: the session (and its episode) stays for /mcp
+  for (int i = 0; i < 500 && s.server.n_websockets() > 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  EXPECT_EQ(s.service.n_sessions(), 1u);
+  EXPECT_EQ(rpc(s, "openenv/session/close", {{"session_id", other}})["result"]["closed"], true);
+  EXPECT_EQ(s.service.n_sessions(), 0u);
+}
+
+// Plain JSON-RPC without a session: pwab's MCP tools (episode_id in the arguments); refusals are JSON-RPC errors
+// in a 200, as OpenEnv's servers answer; MCP's own transports are untouched by it.
+TEST(OpenEnv, PlainJsonRpcWithoutASession) {
+  Served s;
+  Json tools = rpc(s, "tools/list");
+  ASSERT_TRUE(tools.contains("result")) << tools.dump();
+  bool has_start = false;
+  for (const Json& t : tools["result"]["tools"]) has_start = has_start || t["name"] == "start_episode";
+  EXPECT_TRUE(has_start);
+  Json started = rpc(s, "tools/call", {{"name", "start_episode"}, {"arguments", {{"task", "test/0"}}}});
+  const std::string episode = started["result"]["structuredContent"]["episode_id"];
+  Json stopped = rpc(s, "tools/call", {{"name", "stop"}, {"arguments", {{"episode_id", episode}}}});
+  EXPECT_TRUE(stopped["result"]["structuredContent"]["finished"]);
+  EXPECT_EQ(rpc(s, "resources/list")["error"]["code"], -32601);
+  EXPECT_EQ(rpc(s, "tools/call", {{"name", "stop"}, {"session_id", 7}})["error"]["code"], -32602);
+  EXPECT_EQ(rpc(s, "openenv/session/close")["error"]["code"], -32602);
+  EXPECT_EQ(s.post("/mcp", {{"jsonrpc", "2.0"}, {"method", "ping"}, {"id", 1}, {"extra", 1}})["error"]["code"], -32600);
+  // Over the session cap: -32000 with the counts, as OpenEnv answers.
+  HttpOptions o = Served::options();
+  o.max_ws_sessions = 1;
+  Served capped(o);
+  ASSERT_TRUE(rpc(capped, "openenv/session/create").contains("result"));
+  Json full = rpc(capped, "openenv/session/create");
+  EXPECT_EQ(full["error"]["code"], -32000);
+  EXPECT_EQ(full["error"]["data"]["max_sessions"], 1);
+  WsClient refused(capped.server.port());
+  EXPECT_EQ(Json::parse(refused.receive())["data"]["code"], "CAPACITY_REACHED");
+}
+
+// OpenEnv's MCP actions in a step ({"type": "list_tools"}, {"type": "call_tool", ...}) and the {"type": "mcp"}
+// message, over the WebSocket and HTTP.
+TEST(OpenEnv, McpActionsAndMessages) {
+  Served s;
+  const data::Task& task = first_task(data::TaskType::kSearch);
+  WsClient c(s.server.port());
+  Json listed = ws(c, {{"type", "step"}, {"data", {{"type", "list_tools"}, {"metadata", Json::object()}}}});
+  ASSERT_EQ(listed["type"], "observation") << listed.dump();
+  EXPECT_GE(listed["data"]["observation"]["tools"].size(), 6u);
+  EXPECT_TRUE(listed["data"]["observation"]["tools"][0].contains("input_schema"));  // OpenEnv's Tool fields
+  ws(c, {{"type", "reset"}, {"data", {{"task", runner::task_key(task)}, {"track", "multi"}, {"seed", 3}}}});
+  Json called = ws(c, {{"type", "step"}, {"data", {{"type", "call_tool"}, {"tool_name", "search_product_by_query"},
+                                                  {"arguments", search_action(task)["arguments"]}}}});
+  ASSERT_EQ(called["type"], "observation") << called.dump();
+  EXPECT_EQ(called["data"]["observation"]["tool_name"], "search_product_by_query");
+  EXPECT_EQ(called["data"]["observation"]["result"], called["data"]["observation"]["text"]);
+  EXPECT_TRUE(called["data"]["observation"]["scored"]);
+  Json via_mcp = ws(c, {{"type", "mcp"}, {"data", {{"jsonrpc", "2.0"}, {"id", 5}, {"method", "tools/call"},
+                                                   {"params", {{"name", "stop"}}}}}});
+  ASSERT_EQ(via_mcp["type"], "mcp") << via_mcp.dump();
+  EXPECT_EQ(via_mcp["data"]["id"], 5);
+  EXPECT_TRUE(via_mcp["data"]["result"]["structuredContent"]["done"]);
+  EXPECT_DOUBLE_EQ(via_mcp["data"]["result"]["structuredContent"]["reward"].get<double>(),
+                   called["data"]["observation"]["step_reward"]["result_acc"].get<double>());
+  Json bad = ws(c, {{"type", "step"}, {"data", {{"type", "call_tool"}}}});
+  EXPECT_EQ(bad["type"], "error");
+  // Over HTTP: list_tools needs no episode; call_tool plays one step.
+  EXPECT_GE(s.post("/step", {{"action", {{"type", "list_tools"}}}})["observation"]["tools"].size(), 6u);
+  std::string id = s.post("/reset", {{"task", runner::task_key(task)}})["observation"]["episode_id"];
+  Json step = s.post("/step", {{"episode_id", id}, {"action", {{"type", "call_tool"}, {"tool_name", "search_product_by_query"},
+                                                               {"arguments", search_action(task)["arguments"]}}}});
+  EXPECT_TRUE(step["done"]);  // single-turn: the first task function ends it
+  EXPECT_EQ(step["observation"]["tool_name"], "search_product_by_query");
+  s.post("/step", {{"episode_id", "x"}, {"action", {{"type", "call_tool"}, {"tool_name", 3}}}}, 422);
+  // A WebSocket at /mcp carries the same plain JSON-RPC.
+  WsClient m(s.server.port(), "/mcp");
+  Json pong = Json::parse(m.call(R"({"jsonrpc":"2.0","id":1,"method":"ping"})"));
+  EXPECT_EQ(pong["result"], Json::object());
+  EXPECT_EQ(Json::parse(m.call("{oops"))["error"]["code"], -32700);
 }
 
 }  // namespace

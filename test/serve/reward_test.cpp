@@ -126,6 +126,57 @@ TEST(Reward, ReadsCompletionsAsThePumaAgentDoes) {
                            {"parameter", target + ", B0NOTHING"}})["result_acc"].get<double>());
 }
 
+// A tool call carries get_recommendations_by_history's product_sequence as a JSON array: the same reward as the
+// comma-separated text, alone and in a batch; an array of anything but strings is refused, naming the field.
+TEST(Reward, TakesARecommendationParameterAsAnArrayOfAsins) {
+  Served s;
+  // The user's own history as the sequence, on every recommendation task of both splits: the array and the text
+  // give the same answer (parameter, function and result accuracy) on each. (This small world's recommender ranks
+  // no target in its top k after these sequences, so the result accuracies compared are zeros: what the test shows is
+  // that the array is read exactly as the text is, the same parameter reaching the same scorer.)
+  std::string key, target, listed;
+  Json history = Json::array(), as_text;
+  int compared = 0;
+  for (data::Split split : {data::Split::kTest, data::Split::kTrain})
+    for (const auto& t : world().ds.tasks(split)) {
+      if (t.type != data::TaskType::kRecommend) continue;
+      Json asins = Json::array();
+      std::string text;
+      for (const data::Behaviour* b : world().ds.visible_history(t)) {
+        asins.push_back(world().ds.product(b->product).parent_asin);
+        text += (text.empty() ? "" : ", ") + asins.back().get<std::string>();
+      }
+      Json scored = s.post({{"task", runner::task_key(t)}, {"function", "get_recommendations_by_history"}, {"parameter", text}});
+      Json from_array =
+          s.post({{"task", runner::task_key(t)}, {"function", "get_recommendations_by_history"}, {"parameter", asins}});
+      EXPECT_EQ(from_array, scored) << runner::task_key(t);
+      EXPECT_EQ(from_array["function_acc"], 1.0);
+      ++compared;
+      if (key.empty() && asins.size() > 1) {
+        key = runner::task_key(t), target = world().ds.product(t.target_product).parent_asin, listed = text;
+        history = std::move(asins), as_text = std::move(scored);
+      }
+    }
+  ASSERT_GT(compared, 10);
+  ASSERT_FALSE(key.empty());
+  Json as_array = s.post({{"task", key}, {"function", "get_recommendations_by_history"}, {"parameter", history}});
+  EXPECT_EQ(as_array["parameter"], listed);
+  EXPECT_EQ(as_array["function_acc"], 1.0);
+  EXPECT_DOUBLE_EQ(as_array["result_acc"].get<double>(), as_text["result_acc"].get<double>());
+  Json batch = s.post(Json::array({{{"task", key}, {"function", "get_recommendations_by_history"}, {"parameter", history}},
+                                   {{"task", key}, {"function", "get_recommendations_by_history"},
+                                    {"parameter", Json::array({target, 7})}}}));
+  ASSERT_EQ(batch.size(), 2u);
+  EXPECT_EQ(batch[0]["parameter"], listed);
+  EXPECT_DOUBLE_EQ(batch[0]["result_acc"].get<double>(), as_text["result_acc"].get<double>());
+  EXPECT_EQ(batch[1]["error"]["code"], "bad_request");
+  Json refused = s.post({{"task", key}, {"function", "get_recommendations_by_history"}, {"parameter", {{"a", 1}}}}, 400);
+  EXPECT_NE(refused["error"]["message"].get<std::string>().find("array of ASIN strings"), std::string::npos) << refused;
+  // An empty list is an empty sequence, scored as the empty text is, not refused.
+  EXPECT_EQ(s.post({{"task", key}, {"function", "get_recommendations_by_history"}, {"parameter", Json::array()}}),
+            s.post({{"task", key}, {"function", "get_recommendations_by_history"}, {"parameter", ""}}));
+}
+
 TEST(Reward, BatchesKeepGoingPastABadItemAndSinglesAreRefused) {
   Served s;
   Json got = s.post(Json::array({{{"task", "test/0"}, {"function", "stop"}, {"parameter", ""}},

@@ -129,7 +129,7 @@ serve=$(sbatch --parsable --output="$work/serve-%j.out" --wrap "exec '$pwab' ser
 wait_for 60 test -s "$work/serve-$serve.out" || fail "the served job printed no URL (state $(job_state "$serve"))"
 url=$(head -1 "$work/serve-$serve.out")
 health=$(curl -sf "$url/health") || fail "GET $url/health failed"
-echo "$health" | grep -q '"status":"ok"' || fail "unexpected /health answer: $health"
+echo "$health" | grep -q '"status":"healthy"' || fail "unexpected /health answer: $health"
 tasks=$(curl -sf "$url/v1/tasks?limit=2") || fail "GET /v1/tasks failed"
 echo "$tasks" | grep -q '"test/1"' || fail "unexpected task list: $tasks"
 scancel "$serve"

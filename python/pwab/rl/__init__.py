@@ -6,6 +6,7 @@ the adapter that needs them, when it is used.
     pwab.rl.trl_adapter        TRL GRPOTrainer: pwab_reward (reward_funcs) and PwabEnv (environment_factory)
     pwab.rl.verl_adapter       verl: compute_score (custom_reward_function) and PwabTool (tool agent loop)
     pwab.rl.verifiers_adapter  verifiers: load_environment (single-turn rewards or multi-turn episodes)
+    pwab.rl.verifiers_v1       verifiers 0.4's v1 API: Taskset, Env and Harness (`vf-eval pwab_verifiers`)
     pwab.rl.openrlhf_agent     OpenRLHF: the --train.agent_func_path file (AgentExecutor over pwab episodes)
     pwab.rl.parse              parse_action_text: a model's text as an action, read as /v1/reward reads it
 

@@ -32,7 +32,8 @@ _lock = threading.Lock()
 
 def configure(**settings):
     """Sets url, token, track, user_sim, max_steps (or timeout, retries for the client) for every adapter in this
-    process; a value of None falls back to the environment variable again."""
+    process and, through the PWAB_* variables it exports, in the processes it starts afterwards (an engine's
+    spawned workers); a value of None falls back to the environment variable's earlier value again."""
     unknown = set(settings) - set(_ENVIRONMENT) - {"timeout", "retries"}
     if unknown:
         raise TypeError(f"configure() got unknown settings {sorted(unknown)}; known: "
@@ -42,6 +43,28 @@ def configure(**settings):
             _settings.pop(key, None)
         else:
             _settings[key] = value
+        _export(key, value)
+
+
+# Engines build their reward functions and environments again in processes they start themselves (TRL's
+# AsyncGRPOTrainer spawns its rollout worker; Ray and torchrun start workers): those re-import this module and
+# never saw configure(). They do inherit the environment, so configure() also writes the PWAB_* variable, and
+# gives back the variable's own value when the setting is cleared (None).
+_original_environment = {}
+
+
+def _export(key, value):
+    variable = _ENVIRONMENT.get(key)
+    if variable is None:  # timeout, retries: per-process client options
+        return
+    if variable not in _original_environment:
+        _original_environment[variable] = os.environ.get(variable)
+    if value is None:
+        value = _original_environment.pop(variable)
+        if value is None:
+            os.environ.pop(variable, None)
+            return
+    os.environ[variable] = str(value)
 
 
 def setting(name, given=None):

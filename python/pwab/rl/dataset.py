@@ -9,9 +9,10 @@ The key is all a reward needs: the server keeps each task's target to itself and
     python3 -m pwab.rl.dataset --url http://127.0.0.1:8765 --split train --out train.jsonl \\
         [--limit N] [--offset N] [--history-items 10] [--track single|multi] [--no-instruction] [--verl-tools]
 
-writes the rows as JSON Lines (one JSON object a line). `--no-instruction` leaves the request out of the prompt,
-for environments whose reset() supplies it (TRL's environment_factory); `--verl-tools` adds what verl's tool
-agent loop reads (agent_name "tool_agent" and extra_info.tools_kwargs, giving each tool the task).
+writes the rows as JSON Lines (one JSON object a line), or as Parquet when the file name ends in `.parquet`
+(verl's usual format; that needs pyarrow, imported only then). `--no-instruction` leaves the request out of the
+prompt, for environments whose reset() supplies it (TRL's environment_factory); `--verl-tools` adds what verl's
+tool agent loop reads (agent_name "tool_agent" and extra_info.tools_kwargs, giving each tool the task).
 
 >>> from pwab.rl.dataset import task_rows
 >>> rows = task_rows(URL, split="train", limit=2, history_items=3)
@@ -124,13 +125,25 @@ def hf_dataset(rows):
     return Dataset.from_list(rows)
 
 
+def write_parquet(rows, path):
+    """The rows as one Parquet file (pyarrow, imported here; every row has the same fields, so the columns'
+    types come out the same as from the JSON Lines file)."""
+    try:
+        import pyarrow
+        import pyarrow.parquet
+    except ImportError as error:
+        raise RuntimeError("writing .parquet needs pyarrow (pip install pyarrow), or write .jsonl instead") from error
+    pyarrow.parquet.write_table(pyarrow.Table.from_pylist(rows), path)
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python3 -m pwab.rl.dataset", description=(
         "Write RL training rows (JSON Lines) for the tasks of a running `pwab serve`."))
     parser.add_argument("--url", required=True, help="the server, as `pwab serve` printed it")
     parser.add_argument("--token", default=None, help="its bearer token, if it has one")
     parser.add_argument("--split", default="train", choices=["train", "test"])
-    parser.add_argument("--out", required=True, help="the JSONL file to write ('-': stdout)")
+    parser.add_argument("--out", required=True,
+                        help="the file to write: JSON Lines, or Parquet if it ends in .parquet ('-': stdout)")
     parser.add_argument("--limit", type=int, default=None, help="at most this many tasks")
     parser.add_argument("--offset", type=int, default=0, help="the first task's index")
     parser.add_argument("--history-items", type=int, default=10,
@@ -144,6 +157,10 @@ def main(argv=None):
     args = parser.parse_args(argv)
     rows = task_rows(Client(args.url, token=args.token), args.split, args.limit, args.offset, args.history_items,
                      args.track, not args.no_instruction, args.verl_tools)
+    if args.out.endswith(".parquet"):
+        write_parquet(rows, args.out)
+        print(f"{len(rows)} rows of {args.split} tasks -> {args.out}", file=sys.stderr)
+        return 0
     out = sys.stdout if args.out == "-" else open(args.out, "w", encoding="utf-8")
     try:
         for row in rows:

@@ -1,12 +1,14 @@
 """OpenRLHF's agent function file for pwab: `--train.agent_func_path /path/to/pwab/rl/openrlhf_agent.py` (OpenRLHF
 0.11; before 0.10.2 the flag was `--agent_func_path`).
 
-Contract read: OpenRLHF v0.11.0 (openrlhf/utils/agent.py, openrlhf/trainer/ray/vllm_engine.py;
+Contract read and tested: OpenRLHF 0.11.2 (openrlhf/utils/agent.py, openrlhf/trainer/ray/vllm_engine.py;
 docs/rl-engines.md). OpenRLHF loads this file by its path and builds `AgentExecutor()`, a MultiTurnAgentExecutor
 over `AgentInstance`, one instance per prompt: reset({"observation": prompt, "label": task key}) starts the
 episode of the task (the rows' label, --data.label_key label), and each step({"action_text", ...}) reads the
 model's text as an action (pwab.rl.parse_action_text, the reward endpoint's reading) and plays it. The step's
 reward (a torch tensor) is 0 until the episode is done, then its score, so an episode's return is its score.
+Errors are errors: a server that cannot be reached, an unknown task or a refused step raises out of reset() or
+step(), and MultiTurnAgentExecutor.execute lets it through, so the rollout fails instead of scoring 0.
 
 Settings come from the environment of the rollout workers (set them where Ray starts them, e.g.
 `ray job submit --runtime-env-json '{"env_vars": {"PWAB_URL": "http://10.0.0.5:8765"}}'`): PWAB_URL,
@@ -79,7 +81,9 @@ class PwabAgent:
         answer = await asyncio.to_thread(self.client.env_step, self.episode_id,
                                          {"name": name, "arguments": arguments})
         observation = answer["observation"]
-        reward = float(answer["reward"] or 0.0)
+        if answer.get("reward") is None:  # every step is scored (0 until done); a missing reward is no 0
+            raise RuntimeError(f"pwab agent: the server's step answer has no reward: {answer!r}")
+        reward = float(answer["reward"])
         done = bool(answer["done"])
         self.total += reward
         step_reward = observation.get("step_reward") or {}

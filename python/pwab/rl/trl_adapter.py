@@ -1,6 +1,7 @@
 """TRL's GRPOTrainer on pwab: a reward function for single-turn answers and an environment_factory class.
 
-Contract read: TRL 1.10.0.dev0 (trl/trainer/grpo_trainer.py; docs/rl-engines.md). Nothing here imports TRL.
+Contract read and tested: TRL 1.16.0 (trl/trainer/grpo_trainer.py, trl/experimental/async_grpo; docs/rl-engines.md,
+test/ecosystem/test_trl.py). Nothing here imports TRL.
 
 `pwab_reward` (a PwabReward) is a plain reward function: TRL calls it with keyword arguments (prompts,
 completions, completion_ids, trainer_state, log_extra, log_metric, and every dataset column but the prompt, so
@@ -10,8 +11,9 @@ included, is read).
 
 `PwabEnv` is an environment class: TRL builds it with no arguments (the server comes from PWAB_URL or
 configure()), calls reset(**row) before each rollout and offers its public methods to the model as tools; each
-tool steps the episode and returns the observation text. `get_reward()` is the episode's score (TRL adds it as
-a reward function by itself). `PwabMultiTurnEnv` plays the multi-turn track, with `respond`.
+tool steps the episode and returns the observation text. `get_reward()` is the episode's score (TRL >= 1.8 adds it
+as a reward function by itself; older TRL would offer it to the model as a tool, so there PwabEnv hides it and the
+reward comes from `environment_rewards`). `PwabMultiTurnEnv` plays the multi-turn track, with `respond`.
 
 >>> from pwab.rl import configure
 >>> from pwab.rl.trl_adapter import PwabEnv, pwab_reward
@@ -31,11 +33,17 @@ True
 """
 
 import math
+import sys
+import warnings
 import weakref
 
 from pwab.rl import config
 from pwab.rl.parse import completion_text
 from pwab.rl.dataset import render_history
+from pwab.errors import NotFound
+
+GET_REWARD_MIN_TRL = (1, 8)
+"""The first TRL release that reads an environment's get_reward() as a reward (1.7 lists it among the tools)."""
 
 
 class PwabReward:
@@ -48,6 +56,13 @@ class PwabReward:
             raise ValueError(f"field is 'reward', 'result_acc' or 'function_acc', not {field!r}")
         self.url, self.token, self.field, self.task_column = url, token, field, task_column
         self.__name__ = name  # what TRL logs the reward under
+
+    def __getstate__(self):
+        # A pickled copy runs in another process (AsyncGRPOTrainer's spawned rollout worker), where configure() was
+        # never called: it takes the server this process would use along with it.
+        state = dict(self.__dict__)
+        state["url"], state["token"] = config.setting("url", self.url), config.setting("token", self.token)
+        return state
 
     def __call__(self, prompts=None, completions=None, completion_ids=None, trainer_state=None, **kwargs):
         if completions is None:
@@ -92,13 +107,24 @@ class PwabEnv:
     max_steps = None
     history_items = 10  # the history shown by reset() when the row names no task (TRL's placeholder dataset)
 
+    lost_episodes = 0
+    """Episodes of this process the server had dropped (idle expiry) before their score was read: their rollouts
+    get no reward (None, which TRL ignores) rather than a 0, and each is warned about."""
+
     def __init__(self):
         self._client = config.client()
+        if get_reward_is_a_tool():
+            # TRL < 1.8 offers every public method but reset() to the model as a tool, get_reward too, and never
+            # calls it as a reward. Hide it from TRL's inspection of this instance; the reward then comes from
+            # reward_funcs=[environment_rewards].
+            self.get_reward = None
+            _warn_old_trl()
         self._episode = None
         self._finisher = None
         self._reward = 0.0
         self._score = None
         self._task = None
+        self._trial = None
 
     def reset(self, **kwargs) -> str:
         """Starts the episode of the row's task (its `task`, `label` or `ground_truth` column; a random train task
@@ -109,14 +135,15 @@ class PwabEnv:
         answer = self._client.env_reset(task=task, history=task is None, **settings)
         observation = answer["observation"]
         self._open(observation["episode_id"])
-        self._task, self._reward, self._score = observation["task"], 0.0, None
+        self._task, self._trial, self._reward, self._score = observation["task"], observation.get("trial"), 0.0, None
         if task is None:  # no dataset row: the observation is the whole prompt
             history = render_history(observation.get("history") or [], self.history_items)
             return "\n\n".join(part for part in (history, observation["text"]) if part)
         return "\n\n" + observation["text"]
 
     def get_reward(self) -> float:
-        """The episode's score (result accuracy): 0 until it ends; an unfinished episode is ended first."""
+        """The episode's score (result accuracy); an unfinished episode is ended first (its score: the attempts
+        made so far). None when the server had already dropped the episode (see lost_episodes)."""
         return self._finish_episode()
 
     @property
@@ -128,6 +155,12 @@ class PwabEnv:
     def task(self):
         """The task key of the current episode."""
         return self._task
+
+    @property
+    def trial(self):
+        """The current episode's trial: with `pwab serve --out`, each rollout of a task is recorded as a trial of its
+        own (the /reset route's "next"), and its record is (task, trial) in the run directory."""
+        return self._trial
 
     # --- the model's tools ------------------------------------------------------------------------------------------
 
@@ -197,20 +230,26 @@ class PwabEnv:
         if self._finisher is not None:
             self._finisher.detach()
         self._episode, self._finisher = None, None
-        self._reward = 0.0 if reward is None or math.isnan(reward) else reward
+        self._reward = None if reward is None or math.isnan(reward) else reward
         self._score = score
 
     def _finish_episode(self):
-        """Ends an open episode (its score: the attempts made so far) and returns the episode's reward."""
+        """Ends an open episode (its score: the attempts made so far) and returns the episode's reward. An
+        unreachable server or any other refusal raises: an outage must not look like a policy scoring 0."""
         if self._episode is not None:
             episode = self._episode
             try:
                 ended = self._client.end(episode)
-                score = ended.get("score") or {}
-                self._close(float(score.get("r", 0.0)),
-                            {"function_acc": score.get("f", 0.0), "result_acc": score.get("r", 0.0)})
-            except Exception:  # noqa: BLE001 - expired on the server: nothing was scored
-                self._close(0.0, None)
+            except NotFound as e:  # dropped by the server (idle expiry): its score is gone, so no reward
+                self._close(None, None)
+                PwabEnv.lost_episodes += 1
+                warnings.warn(f"pwab: episode {episode} of task {self._task} had expired on the server before its "
+                              f"score was read ({e}); its rollout gets no reward. Raise `pwab serve --idle-timeout`.",
+                              RuntimeWarning, stacklevel=3)
+                return None
+            score = ended.get("score") or {}
+            self._close(float(score.get("r", 0.0)),
+                        {"function_acc": score.get("f", 0.0), "result_acc": score.get("r", 0.0)})
         return self._reward
 
 
@@ -241,6 +280,32 @@ def environment_rewards(environments=None, **kwargs):
     if environments is None:
         raise TypeError("environment_rewards reads environments=[...], which TRL passes only with environment_factory")
     return [env._finish_episode() if isinstance(env, PwabEnv) else None for env in environments]
+
+
+def get_reward_is_a_tool():
+    """True when the TRL this process has imported predates 1.8, which would offer get_reward() to the model as a
+    tool (TRL is not imported here: without it, False)."""
+    trl = sys.modules.get("trl")
+    version = getattr(trl, "__version__", None)
+    if not version:
+        return False
+    numbers = []
+    for part in str(version).split(".")[:2]:
+        digits = "".join(ch for ch in part if ch.isdigit())
+        numbers.append(int(digits) if digits else 0)
+    return tuple(numbers) < GET_REWARD_MIN_TRL
+
+
+_warned_old_trl = []
+
+
+def _warn_old_trl():
+    if not _warned_old_trl:
+        _warned_old_trl.append(True)
+        warnings.warn(f"pwab: TRL {sys.modules['trl'].__version__} does not read PwabEnv.get_reward as a reward (TRL "
+                      f">= 1.8 does) and would offer it to the model as a tool; it is hidden, so pass "
+                      f"reward_funcs=[pwab.rl.trl_adapter.environment_rewards] for the episodes' scores.",
+                      RuntimeWarning, stacklevel=3)
 
 
 def _end_quietly(client, episode_id):

@@ -1,20 +1,26 @@
 """verl on pwab: a custom reward function (compute_score) and a tool class for verl's tool agent loop.
 
-Contract read: verl 0.8.0.dev (v0.7.0-125-gb178a3cd5): verl/experimental/reward_loop/reward_manager/naive.py,
-verl/tools/base_tool.py, verl/experimental/agent_loop/tool_agent_loop.py (docs/rl-engines.md). Importing this
-module imports nothing from verl; the tool class subclasses verl's BaseTool when verl is importable, at first use.
+Contract read and tested: verl 0.9.1 (verl-project/verl): verl/experimental/reward_loop/reward_manager/naive.py
+(the reward loop, the only reward path of verl 0.9's trainer), verl/tools/base_tool.py, verl/tools/tool_registry.py,
+verl/experimental/agent_loop/tool_agent_loop.py (docs/rl-engines.md). The tool needs verl 0.7 or later: before
+0.7 `execute()` got no agent_data, so the calls of one trajectory could not be told apart from another's. Importing
+this module imports nothing from verl; the tool class subclasses verl's BaseTool when verl is importable, at first
+use.
 
 compute_score(data_source, solution_str, ground_truth, extra_info=None, **kwargs) scores one response (the
 completion text) for the task key in ground_truth with POST /v1/reward and returns {"score", "function_acc",
-"result_acc"} (the same keys every time, as verl's reward loop needs). compute_score_batch is the plural form of
-verl's `batch` reward manager. compute_episode_score is for tool-agent runs: the sum of the tools' rewards (the
-episode's score once it has finished), from extra_info["tool_rewards"].
+"result_acc"} (the same keys every time, as verl's reward loop needs). compute_score_batch is the plural form, for
+the `batch` manager of verl's legacy reward workers (verl.workers.reward_manager), which verl 0.9 still ships but
+its trainer no longer uses. compute_episode_score is for tool-agent runs on the reward loop: the sum of the tools'
+rewards (the episode's score once it has finished), from extra_info["tool_rewards"], which only the reward loop
+passes; anywhere else it raises rather than score 0.
 
 PwabTool (class_name: pwab.rl.verl_adapter.PwabTool in the tool YAML) plays one pwab episode per trajectory:
 verl calls create, execute and release once per tool call, so the episode is kept per trajectory under
 agent_data.request_id, started at the trajectory's first call with the task from create_kwargs, and ended when
-it finishes (the server's rules) or, unfinished, after `idle_s` seconds without a call. The older verl contract
-(create/execute/calc_reward/release once per trajectory, with the request id as instance id) works too.
+it finishes (the server's rules) or, unfinished, after `idle_s` seconds without a call. verl turns an exception
+in a tool into a message to the model with reward 0, so PwabTool also writes each failure (server unreachable,
+unknown task, an HTTP refusal) into agent_data.extra_fields["pwab_errors"], and compute_episode_score raises on it.
 
     python3 -m pwab.rl.verl_adapter --url http://127.0.0.1:8765 [--track single|multi] > pwab_tools.yaml
 
@@ -68,7 +74,9 @@ def compute_score(data_source, solution_str, ground_truth, extra_info=None, **kw
 
 
 def compute_score_batch(data_sources, solution_strs, ground_truths, extra_infos=None, **kwargs):
-    """compute_score for verl's `batch` reward manager: lists in, a list of dicts out, one request."""
+    """compute_score for the `batch` manager of verl's legacy reward workers (reward_model.reward_manager=batch,
+    verl.workers.reward_manager.BatchRewardManager): lists in, a list of dicts out, one request. verl 0.9's
+    reward loop has no batch manager; there, use compute_score."""
     extra_infos = extra_infos if extra_infos is not None else [None] * len(solution_strs)
     items = [{"task": str(_task_of(g, e)), "completion": s or ""}
              for s, g, e in zip(solution_strs, ground_truths, extra_infos)]
@@ -78,9 +86,23 @@ def compute_score_batch(data_sources, solution_strs, ground_truths, extra_infos=
 
 def compute_episode_score(data_source, solution_str, ground_truth, extra_info=None, **kwargs):
     """For tool-agent runs with PwabTool: the episode's score, the sum of the tool rewards verl collected
-    (extra_info["tool_rewards"]: 0 for every call but the one that finished the episode). 0.0 when no tool was
-    called. Unlike compute_score it needs no request: the episode was scored as it was played."""
-    rewards = (extra_info or {}).get("tool_rewards")
+    (extra_info["tool_rewards"]: 0 for every call but the one that finished the episode); 0.0 when the model
+    called no tool. Unlike compute_score it needs no request: the episode was scored as it was played.
+
+    verl's reward loop (verl 0.9's only reward path) passes the agent loop's tool_rewards in extra_info; the
+    legacy reward workers do not, so there this raises instead of scoring every sample 0. It also raises when a
+    tool call of the trajectory failed on pwab's side (extra_info["pwab_errors"], written by PwabTool): verl itself
+    only shows the model the error and counts the call as reward 0."""
+    info = extra_info if isinstance(extra_info, dict) else {}
+    errors = info.get("pwab_errors")
+    if errors is not None and len(errors):
+        raise RuntimeError(f"pwab compute_episode_score: {len(errors)} tool call(s) of this trajectory failed on "
+                           f"pwab's side, so it has no score; the first: {errors[0]}")
+    if "tool_rewards" not in info:
+        raise ValueError("pwab compute_episode_score: extra_info has no 'tool_rewards'. It is the reward for tool "
+                         "agent runs (PwabTool) on verl's reward loop (verl >= 0.7), which passes the agent loop's "
+                         "tool rewards; for single-turn responses use compute_score")
+    rewards = info["tool_rewards"]
     return float(sum(float(r) for r in rewards)) if rewards is not None and len(rewards) else 0.0
 
 
@@ -186,7 +208,7 @@ class PwabToolCore:
         raise ValueError(f"PwabTool: the server has no tool {name!r}")
 
     async def create(self, instance_id=None, **kwargs):
-        """One tool call begins (or, in older verl, a trajectory: then instance_id is its request id)."""
+        """One tool call begins: keeps its create_kwargs (the task) until execute."""
         create_kwargs = kwargs.get("create_kwargs", kwargs) or {}
         instance_id = instance_id or str(uuid.uuid4())
         self._created[instance_id] = dict(create_kwargs)
@@ -194,24 +216,26 @@ class PwabToolCore:
 
     async def execute(self, instance_id, parameters, **kwargs):
         """Steps the trajectory's episode with this tool and `parameters`; returns (response, reward, metrics), the
-        reward 0 until the step that finishes the episode, then the episode's score."""
+        reward 0 until the step that finishes the episode, then the episode's score. A failure is raised (verl
+        shows it to the model) and also noted in agent_data.extra_fields["pwab_errors"] for the reward."""
         agent_data = kwargs.get("agent_data")
-        key = getattr(agent_data, "request_id", None) or instance_id
+        key = getattr(agent_data, "request_id", None)
+        if not key:
+            raise RuntimeError("PwabTool needs verl >= 0.7: execute() got no agent_data.request_id, so this call "
+                               "cannot be tied to its trajectory (each call would be an episode of its own)")
         task = _task_for(self._created.get(instance_id), agent_data)
-        text, reward, metrics = await asyncio.to_thread(self._step, key, task, parameters)
+        try:
+            text, reward, metrics = await asyncio.to_thread(self._step, key, task, parameters)
+        except Exception as error:
+            extra = getattr(agent_data, "extra_fields", None)
+            if isinstance(extra, dict):
+                extra.setdefault("pwab_errors", []).append(f"{self.name}: {type(error).__name__}: {error}")
+            raise
         return _tool_response(text), reward, metrics
 
-    async def calc_reward(self, instance_id, **kwargs):
-        """The episode's reward so far (older verl calls it at a trajectory's end)."""
-        entry = _TRAJECTORIES.get((self.client.url, instance_id), create=False)
-        return entry.reward if entry is not None else 0.0
-
     async def release(self, instance_id, **kwargs):
-        """The call is over. With older verl, where instance_id names the trajectory, its episode is ended."""
+        """The call is over (the trajectory's episode goes on)."""
         self._created.pop(instance_id, None)
-        entry = _TRAJECTORIES.pop((self.client.url, instance_id))
-        if entry is not None and entry.episode_id is not None:
-            await asyncio.to_thread(_end_quietly, self.client, entry.episode_id)
 
     def _step(self, key, task, parameters):
         for client_url, episode_id in _TRAJECTORIES.expire(self.idle_s):

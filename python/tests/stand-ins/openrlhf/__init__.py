@@ -1,1 +1,0 @@
-"""Stand-in for the openrlhf package (tests only; see ../README.md)."""
