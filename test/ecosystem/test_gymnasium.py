@@ -3,7 +3,6 @@ gymnasium.make builds (with and without importing pwab first), Gymnasium's own e
 through make's wrappers against a real `pwab serve` on a mini synthetic dataset (docs/python.md)."""
 
 import json
-import os
 import subprocess
 import sys
 import unittest

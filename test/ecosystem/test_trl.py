@@ -23,7 +23,6 @@ import pickle
 import subprocess
 import sys
 import tempfile
-import time
 import unittest
 import warnings
 
@@ -405,6 +404,8 @@ def tearDownModule():
     if process is not None and process.poll() is None:
         process.kill()
         process.wait()
+    if log is not None:
+        log.close()
 
 
 def puma_export():

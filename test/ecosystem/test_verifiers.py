@@ -6,7 +6,7 @@ pwab.rl.verifiers_v1), loads the taskset from a real `pwab serve`, runs the poli
 runtime behind its interception server, and scores the traces. The model is an OpenAI-compatible endpoint on
 loopback: a scripted server of this test (stdlib http.server) that answers each task with a planned reply
 (Hermes <tool_call> text, a structured tool_calls message, or plain text), so that the rewards are known to pwab
-and not all 0; and, when `pwab lm serve` answers /v1/chat/completions, a tiny random model it serves (made by
+and not all 0; and `pwab lm serve`'s /v1/chat/completions with a tiny random model (made by
 tiny_models.py with the core environment's interpreter, since this environment has no torch). The rewards
 vf-eval reports must equal pwab's own scores of the same completions (/v1/reward, or the same actions replayed
 as a pwab episode)."""
@@ -20,8 +20,6 @@ import sys
 import tempfile
 import threading
 import unittest
-import urllib.error
-import urllib.request
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pwab
@@ -294,7 +292,10 @@ class VerifiersTest(unittest.TestCase):
         """The issue's endpoint: `pwab lm serve` with a tiny random model. Its replies are noise, so the check is
         that every reward vf-eval reports is pwab's /v1/reward of the same reply."""
         if not os.path.exists(CORE_PYTHON):
-            self.skipTest(f"no core environment ({CORE_PYTHON}) to make the tiny model with (it needs torch)")
+            why = f"no core environment ({CORE_PYTHON}) to make the tiny model with (it needs torch)"
+            if os.environ.get("PWAB_REQUIRE_ECOSYSTEM") == "1":
+                self.fail(why)
+            self.skipTest(why)
         model_dir = os.path.join(self.scratch, "tiny")
         made = subprocess.run([CORE_PYTHON, "-c", "import sys, tiny_models; tiny_models.make_llama(sys.argv[1])",
                                model_dir], cwd=HERE, capture_output=True, text=True, timeout=300,
@@ -306,16 +307,6 @@ class VerifiersTest(unittest.TestCase):
         try:
             url = lm.stdout.readline().strip()
             self.assertTrue(url.startswith("http"), lm.stderr.read() if lm.poll() is not None else url)
-            probe = urllib.request.Request(url + "/v1/chat/completions", method="POST",
-                                           headers={"Content-Type": "application/json"},
-                                           data=json.dumps({"model": "tiny", "max_tokens": 2, "messages": [
-                                               {"role": "user", "content": "hi"}]}).encode())
-            try:
-                urllib.request.urlopen(probe, timeout=60).read()
-            except urllib.error.HTTPError as e:
-                if e.code == 404:
-                    self.skipTest("this `pwab lm serve` has no /v1/chat/completions yet")
-                raise
             keys = [t["task"] for t, _ in self.good[:2]]
             run, traces = vf_eval(["--env.taskset.url", self.server.url, "--env.taskset.tasks", json.dumps(keys),
                                    "--env.taskset.history-items", "0", "--sampling.max-tokens", "24"],

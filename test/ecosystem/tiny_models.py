@@ -67,7 +67,7 @@ def make_tokenizer(directory, vocab_size=320, exact=False):
     so decode(encode(text)) shows a space after each special token. exact=True leaves the prepended space out, so
     decode(encode(text)) == text, as a chat model's tokenizer (Qwen's, byte-level) gives: for engines that decode
     a prompt and find it again at the start of the decoded prompt + response (OpenRLHF's remote reward)."""
-    from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
+    from tokenizers import Tokenizer, decoders, models, normalizers, trainers
     from transformers import PreTrainedTokenizerFast
 
     os.makedirs(directory, exist_ok=True)
