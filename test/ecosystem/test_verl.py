@@ -24,68 +24,17 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 import types
 import unittest
 
 import pwab
 from pwab.rl import config as rl_config
 from pwab.rl import verl_adapter
-from tests import world
 
 import tiny_models
+from episode_world import REVIEW, client, good_search, hermes, review_task, scratch, server, sessions
 
 _state = {}
-
-
-def scratch(name):
-    root = os.environ.get("PWAB_ECOSYSTEM_SCRATCH") or _state.setdefault("tmp", tempfile.mkdtemp(prefix="pwab-verl-"))
-    return tempfile.mkdtemp(prefix=name + "-", dir=root)
-
-
-def server():
-    return world.server()
-
-
-def client():
-    return server().client()
-
-
-def sessions():
-    return client().health()["sessions"]
-
-
-def hermes(name, arguments):
-    return "<tool_call>\n" + json.dumps({"name": name, "arguments": arguments}) + "\n</tool_call>"
-
-
-def good_search():
-    """(task, query, reward): a train search task whose own instruction, used as the query, scores above 0 (the
-    reward endpoint says which answers are good: the client never sees a target)."""
-    if "good" not in _state:
-        tasks = client().tasks("train", 0, 40)["tasks"]
-        items = [{"task": t["task"], "function": "search_product_by_query", "parameter": t["instruction"]}
-                 for t in tasks]
-        scored = [(item, answer) for item, answer in zip(items, client().rewards(items)) if answer["reward"] > 0]
-        assert scored, "no search task among the first 40 scores its instruction above 0"
-        scored.sort(key=lambda pair: pair[1]["reward"] >= 1.0)  # a reward strictly between 0 and 1 first
-        item, answer = scored[0]
-        _state["good"] = (item["task"], item["parameter"], answer["reward"])
-    return _state["good"]
-
-
-REVIEW = "Great quality, works well and looks nice. Would buy again."
-
-
-def review_task():
-    """(task, reward): a train review task, and the reward of REVIEW for it (a similarity, neither 0 nor 1)."""
-    if "review" not in _state:
-        items = [{"task": f"train/{i}", "function": "add_product_review", "parameter": REVIEW} for i in range(40)]
-        scored = [(item, answer) for item, answer in zip(items, client().rewards(items))
-                  if answer["function_acc"] == 1.0]
-        assert scored, "no review task among the first 40 train tasks"
-        _state["review"] = (scored[0][0]["task"], scored[0][1]["reward"])
-    return _state["review"]
 
 
 def model_dir():
