@@ -131,7 +131,10 @@ double play_in_process(Play play) {
   std::vector<std::thread> threads;
   for (int t = 0; t < 2; ++t)
     threads.emplace_back([&] {
-      auto session = front.open_session();  // for the message-level run; the other ignores it
+      serve::HttpRequest upgrade;  // a plain /ws upgrade (no session_id)
+      upgrade.method = "GET";
+      upgrade.target = upgrade.path = "/ws";
+      auto session = front.open_session(upgrade);  // for the message-level run; the other ignores it
       session->on_open();
       for (std::size_t i; (i = next++) < world.episodes.size();)
         if (!play(front, *session, i)) ++wrong;
