@@ -39,7 +39,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   pwab::serve::OpenEnvFrontEnd front(*service, pwab::fuzz::serve_world().ds, {});
   auto lines = pwab::fuzz::lines_of(input);
   {
-    auto session = front.open_session();
+    pwab::serve::HttpRequest upgrade;  // a plain /ws upgrade (no session_id)
+    upgrade.method = "GET";
+    upgrade.target = upgrade.path = "/ws";
+    auto session = front.open_session(upgrade);
     if (session->on_open()) std::abort();  // one session is under the cap
     for (std::string_view line : lines) {
       pwab::serve::WsReply reply = session->on_message(line);
