@@ -14,7 +14,7 @@ set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 # shellcheck source=scripts/ecosystem/root.sh
 . "$here/root.sh"
-all_envs=(torch core openenv verifiers verl openrlhf)
+all_envs=(torch core openenv verifiers verifiers-v0 verl openrlhf)
 python=${PWAB_ECOSYSTEM_PYTHON:-/usr/bin/python3}   # Debian's: what a fresh Debian 12 machine has
 
 check_only=0

@@ -25,6 +25,8 @@ Setup check_options(const LlamaModelImpl& model, const std::vector<std::vector<i
   const auto& c = model.config();
   if (o.max_new_tokens < 0) throw UsageError("generate: max_new_tokens must not be negative");
   if (o.num_beams < 1) throw UsageError("generate: num_beams must be at least 1");
+  if (o.top_logprobs < 0) throw UsageError("generate: top_logprobs must not be negative");
+  if (o.top_logprobs > 0 && o.num_beams > 1) throw UsageError("generate: top_logprobs needs greedy or sampling, not beams");
   if (o.num_return_sequences < 0 || o.num_return_sequences > o.num_beams)
     throw UsageError("generate: num_return_sequences must be between 1 and num_beams (" +
                      std::to_string(o.num_beams) + ")");
@@ -68,6 +70,20 @@ std::pair<torch::Tensor, torch::Tensor> left_pad(const std::vector<std::vector<i
 std::vector<float> cpu_rows(const torch::Tensor& logits) {
   auto c = logits.reshape({logits.size(0), logits.size(2)}).to(torch::kCPU, torch::kFloat32).contiguous();
   return {c.data_ptr<float>(), c.data_ptr<float>() + c.numel()};
+}
+
+//! The k largest entries of a log-probability row with their ids, largest first, lower id first among equals.
+std::vector<std::pair<int32_t, float>> most_likely(const std::vector<float>& logprobs, int64_t k) {
+  std::vector<int32_t> ids(logprobs.size());
+  for (std::size_t t = 0; t < ids.size(); ++t) ids[t] = static_cast<int32_t>(t);
+  const auto take = static_cast<std::ptrdiff_t>(std::min<std::size_t>(static_cast<std::size_t>(k), ids.size()));
+  std::partial_sort(ids.begin(), ids.begin() + take, ids.end(), [&](int32_t a, int32_t b) {
+    const float x = logprobs[static_cast<std::size_t>(a)], y = logprobs[static_cast<std::size_t>(b)];
+    return x != y ? x > y : a < b;
+  });
+  std::vector<std::pair<int32_t, float>> out;
+  for (std::ptrdiff_t t = 0; t < take; ++t) out.emplace_back(ids[t], logprobs[static_cast<std::size_t>(ids[t])]);
+  return out;
 }
 
 torch::Tensor one_step_input(const std::vector<int64_t>& tokens) {
@@ -132,8 +148,10 @@ std::vector<std::vector<Generation>> decode_single(LlamaModelImpl& model,
         for (float& v : tempered) v = static_cast<float>(v / o.temperature);
         log_softmax_inplace(tempered);
         out[i].logprobs.push_back(tempered[static_cast<std::size_t>(token)]);
+        if (o.top_logprobs > 0) out[i].top_logprobs.push_back(most_likely(tempered, o.top_logprobs));
       } else {
         out[i].logprobs.push_back(logprobs[static_cast<std::size_t>(token)]);
+        if (o.top_logprobs > 0) out[i].top_logprobs.push_back(most_likely(logprobs, o.top_logprobs));
       }
       if (s.eos.count(token)) {
         out[i].eos = true;

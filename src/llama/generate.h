@@ -10,6 +10,7 @@
 // Prompts are batched with left padding; each row stops at an EOS token or after max_new_tokens.
 #pragma once
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "llama/sampling.h"
@@ -32,6 +33,9 @@ struct GenerateOptions {
   int64_t pad_token_id = -1;           //!< padding and filler after EOS; -1 = config's pad, else the first EOS
   uint64_t seed = 0;                   //!< sampling: prompt i draws from Rng(derive_seed(seed, i)), batch-independent
   std::vector<uint64_t> row_seeds;     //!< when set (one per prompt): prompt i draws from Rng(row_seeds[i]) instead
+  //! Greedy and sampling: also report, at each position, this many most likely tokens of the distribution that
+  //! Generation::logprobs is taken from (OpenAI's top_logprobs); 0 = none.
+  int64_t top_logprobs = 0;
 };
 
 //! One generated continuation.
@@ -45,6 +49,9 @@ struct Generation {
   //! temperature when sampling, the plain model's otherwise (RL's sampling-policy log-probabilities). Empty for
   //! beam search.
   std::vector<float> logprobs;
+  //! With GenerateOptions::top_logprobs = k: one list per entry of `logprobs`, the k most likely tokens of the same
+  //! distribution with their log-probabilities, most likely first (ties: lower id first). Empty otherwise.
+  std::vector<std::vector<std::pair<int32_t, float>>> top_logprobs;
 };
 
 //! Generates for each prompt (token ids, BOS included if wanted): one Generation per prompt for greedy and

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/error.h"
@@ -63,6 +64,9 @@ struct ChatRequest {
   //! (ChatResponse::tokens), what an RL engine trains on. An OpenAI-compatible server is sent "logprobs": 0 and
   //! "return_token_ids": true (vLLM >= 0.10.2 and `pwab lm serve` answer them); a local model always knows them.
   bool return_tokens = false;
+  //! With return_tokens: also the this-many most likely tokens at each completion position (TokenTrace::
+  //! top_logprobs), OpenAI's top_logprobs. Answered by a local model (`pwab lm serve`); not sent to a server.
+  int top_logprobs = 0;
   //! Not sent: a sample index that is part of the cache key, so that several samples of one request at
   //! temperature > 0 (trials) are cached side by side. 0 for ordinary calls.
   int sample = 0;
@@ -73,6 +77,9 @@ struct TokenTrace {
   std::vector<int32_t> prompt_ids;      //!< the prompt as the model read it (BOS included); empty if not reported
   std::vector<int32_t> completion_ids;  //!< the sampled tokens, a final end-of-sequence token included
   std::vector<float> logprobs;          //!< one per completion id: its log-probability when it was sampled
+  //! When asked (ChatRequest::top_logprobs = k): one per completion id, the k most likely tokens of the
+  //! distribution it was drawn from, with their log-probabilities, most likely first. Empty otherwise.
+  std::vector<std::vector<std::pair<int32_t, float>>> top_logprobs;
 };
 
 //! How a reply ended up.

@@ -89,8 +89,8 @@ struct TorchModels {
                                             const std::string& until) = nullptr;
 };
 
-//! Bumped whenever TorchModels changes.
-inline constexpr int kTorchModelsAbi = 3;
+//! Bumped whenever TorchModels, or a type that crosses it (llm::ChatRequest, llm::TokenTrace, ...), changes.
+inline constexpr int kTorchModelsAbi = 4;
 //! The symbol the plugin exports: `const TorchModels* pwab_torch_models()`.
 inline constexpr const char* kTorchModelsSymbol = "pwab_torch_models";
 

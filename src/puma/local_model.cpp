@@ -24,6 +24,7 @@ class LocalChatModel final : public llm::ChatModel {
     g.temperature = g.sample ? temperature : 1.0;
     g.seed = static_cast<uint64_t>(request.seed.value_or(0)) + static_cast<uint64_t>(request.sample);
     g.batch_size = 1;
+    g.top_logprobs = request.return_tokens ? request.top_logprobs : 0;
     std::lock_guard<std::mutex> lock(mu_);
     llm::ChatResponse r;
     r.finish_reason = "stop";
@@ -36,6 +37,7 @@ class LocalChatModel final : public llm::ChatModel {
       SampledCompletion c = model_->complete_ids({trace.prompt_ids}, g).at(0);
       trace.completion_ids = std::move(c.ids);
       trace.logprobs = std::move(c.logprobs);
+      trace.top_logprobs = std::move(c.top_logprobs);
       r.message = llm::Message::assistant(std::move(c.text));
       r.finish_reason = c.eos ? "stop" : "length";
       r.prompt_tokens = static_cast<int64_t>(trace.prompt_ids.size());

@@ -200,6 +200,7 @@ std::vector<SampledCompletion> PumaModel::complete_ids(const std::vector<std::ve
   go.do_sample = config.sample;
   go.temperature = config.temperature;
   go.top_k = config.top_k;
+  go.top_logprobs = config.top_logprobs;
   std::vector<SampledCompletion> out;
   out.reserve(prompts.size());
   const std::size_t step = static_cast<std::size_t>(std::max(1, config.batch_size));
@@ -220,6 +221,7 @@ std::vector<SampledCompletion> PumaModel::complete_ids(const std::vector<std::ve
       c.ids = std::move(g.tokens);
       if (g.eos) c.ids.push_back(eos);
       c.logprobs = std::move(g.logprobs);
+      c.top_logprobs = std::move(g.top_logprobs);
       c.eos = g.eos;
       out.push_back(std::move(c));
     }

@@ -10,6 +10,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "llm/chat.h"
@@ -154,6 +155,8 @@ struct GenerateConfig {
   //! When set, one seed per prompt: prompt i draws from it whatever batch it lands in (sampling per task).
   std::vector<uint64_t> prompt_seeds;
   int batch_size = 4;
+  //! complete_ids: also the this-many most likely tokens at each position (llama::GenerateOptions::top_logprobs).
+  int top_logprobs = 0;
 };
 
 //! A continuation as the model drew it (PumaModel::complete_ids): what online RL trains on, token for token.
@@ -161,6 +164,9 @@ struct SampledCompletion {
   std::vector<int32_t> ids;     //!< the generated tokens, the final EOS included when the model wrote one
   std::vector<float> logprobs;  //!< one per id: its log-probability under the sampling distribution (logits at
                                 //!< the temperature, before top-k), llama::Generation::logprobs
+  //! With GenerateConfig::top_logprobs = k: per id, the k most likely tokens of the same distribution, with their
+  //! log-probabilities, most likely first (llama::Generation::top_logprobs).
+  std::vector<std::vector<std::pair<int32_t, float>>> top_logprobs;
   std::string text;             //!< the ids decoded without special tokens
   bool eos = false;             //!< ended by EOS (else cut at max_new_tokens)
 };

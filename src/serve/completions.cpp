@@ -8,6 +8,7 @@
 
 #include <ctime>
 #include <mutex>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <variant>
 
@@ -51,6 +52,16 @@ std::string random_id(std::string_view prefix = "cmpl-") {
 
 //! "token_id:<id>", as vLLM's --return-tokens-as-token-ids names tokens.
 std::string token_name(int32_t id) { return fmt::format("token_id:{}", id); }
+
+//! A 500 when the model was asked for the most likely tokens of each position and did not give one list per token.
+std::optional<HttpResponse> missing_alternatives(const llm::ChatRequest& c, const llm::ChatResponse& r) {
+  if (c.top_logprobs <= 0 || !r.tokens) return std::nullopt;
+  const auto& t = *r.tokens;
+  if (t.top_logprobs.size() == t.completion_ids.size()) return std::nullopt;
+  return openai_error(500, "model_error",
+                      fmt::format("the model reported the most likely tokens of {} positions for {} tokens",
+                                  t.top_logprobs.size(), t.completion_ids.size()));
+}
 
 // What a request asks for, checked field by field.
 struct Asked {
@@ -253,6 +264,7 @@ struct ChatAsked {
   int n = 1;
   int64_t seed = 0;
   bool logprobs = false;
+  int top_logprobs = 0;
   bool return_token_ids = false;
   bool parse_tools = true;  // tool_choice "none": tools are neither offered nor parsed
   std::vector<std::string> stop;
@@ -320,10 +332,10 @@ std::variant<ChatAsked, Refusal> read_chat_request(const HttpRequest& req, const
     } else if (key == "logprobs") {
       problem = flag(a.logprobs);
     } else if (key == "top_logprobs") {
-      // The sampler reports the log-probability of the token it drew, not the k most likely alternatives.
-      if (!v.is_null() && v != 0)
-        return bad("'top_logprobs' above 0 is not supported: this server reports the sampled token's log-probability "
-                   "only (\"logprobs\": true)");
+      if (v.is_null()) continue;
+      auto r = integer(0, 20);  // OpenAI's range
+      if (auto* refusal = std::get_if<Refusal>(&r)) return *refusal;
+      a.top_logprobs = std::get<int>(r);
     } else if (key == "return_token_ids") {
       problem = flag(a.return_token_ids);
     } else if (key == "stop") {
@@ -360,6 +372,7 @@ std::variant<ChatAsked, Refusal> read_chat_request(const HttpRequest& req, const
     return bad("'max_tokens' and 'max_completion_tokens' disagree: give one");
   if (max_completion_tokens) a.max_tokens = *max_completion_tokens;
   if (max_tokens) a.max_tokens = *max_tokens;
+  if (a.top_logprobs > 0 && !a.logprobs) return bad("'top_logprobs' needs \"logprobs\": true");
   if (!a.stop.empty() && (a.logprobs || a.return_token_ids))
     return bad("'stop' cannot go with 'logprobs' or 'return_token_ids': the text is cut at a stop text after "
                "generation, and the token ids would no longer match it");
@@ -472,6 +485,7 @@ struct CompletionsServer::Impl final : RequestHandler {
       c.seed = a.seed;
       c.sample = i;
       c.return_tokens = tokens;
+      c.top_logprobs = a.top_logprobs;
       llm::ChatResponse r;
       try {
         std::lock_guard lock(mu);
@@ -480,6 +494,7 @@ struct CompletionsServer::Impl final : RequestHandler {
         return openai_error(500, "model_error", e.what());
       }
       if (tokens && !r.tokens) return openai_error(500, "model_error", "the model reported no token ids");
+      if (auto problem = missing_alternatives(c, r)) return *problem;
       if (i == 0) prompt_tokens = r.prompt_tokens;
       completion_tokens += r.completion_tokens;
       std::string text = std::move(r.message.content);
@@ -507,10 +522,16 @@ struct CompletionsServer::Impl final : RequestHandler {
       if (a.logprobs) {
         Json content = Json::array();
         for (std::size_t t = 0; t < r.tokens->completion_ids.size(); ++t)
+        {
+          Json top = Json::array();
+          if (a.top_logprobs > 0)
+            for (const auto& [id, lp] : r.tokens->top_logprobs[t])
+              top.push_back({{"token", token_name(id)}, {"logprob", lp}, {"bytes", nullptr}});
           content.push_back({{"token", token_name(r.tokens->completion_ids[t])},
                              {"logprob", t < r.tokens->logprobs.size() ? r.tokens->logprobs[t] : 0.0f},
                              {"bytes", nullptr},
-                             {"top_logprobs", Json::array()}});
+                             {"top_logprobs", std::move(top)}});
+        }
         choice["logprobs"] = {{"content", std::move(content)}};
       }
       if (a.return_token_ids) {
@@ -545,6 +566,7 @@ struct CompletionsServer::Impl final : RequestHandler {
       c.seed = a.seed;
       c.sample = i;  // each choice its own draws
       c.return_tokens = tokens;
+      c.top_logprobs = a.logprobs.value_or(0);
       llm::ChatResponse r;
       try {
         std::lock_guard lock(mu);
@@ -556,6 +578,7 @@ struct CompletionsServer::Impl final : RequestHandler {
       completion_tokens += r.completion_tokens;
       Json choice = {{"index", i}, {"text", r.message.content}, {"finish_reason", r.finish_reason}, {"logprobs", nullptr}};
       if (tokens && !r.tokens) return openai_error(500, "model_error", "the model reported no token ids");
+      if (auto problem = missing_alternatives(c, r)) return *problem;
       if (a.logprobs) {
         Json names = Json::array(), values = Json::array(), top = Json::array();
         for (std::size_t t = 0; t < r.tokens->completion_ids.size(); ++t) {
@@ -563,7 +586,13 @@ struct CompletionsServer::Impl final : RequestHandler {
           const float lp = t < r.tokens->logprobs.size() ? r.tokens->logprobs[t] : 0.0f;
           names.push_back(token);
           values.push_back(lp);
-          top.push_back({{token, lp}});
+          // OpenAI's legacy shape: the k most likely tokens of the position, and the drawn one when not among them
+          // (with logprobs 0, the drawn one alone).
+          Json alternatives = Json::object();
+          if (*a.logprobs > 0)
+            for (const auto& [id, alt] : r.tokens->top_logprobs[t]) alternatives[token_name(id)] = alt;
+          alternatives[token] = lp;
+          top.push_back(std::move(alternatives));
         }
         choice["logprobs"] = {{"tokens", std::move(names)}, {"token_logprobs", std::move(values)},
                               {"top_logprobs", std::move(top)}};

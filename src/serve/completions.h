@@ -4,8 +4,9 @@
 // The puma agent of another process, an evaluation harness (Inspect AI, verifiers), the official `openai` client,
 // or an RL engine that samples elsewhere can ask a pwab model for completions over the wire vLLM speaks, and check
 // the token ids it sampled against its own: with "logprobs" the answer carries OpenAI's logprobs object (the
-// sampled token of each position with its log-probability under the sampling distribution; tokens written
-// "token_id:<id>" as vLLM's --return-tokens-as-token-ids writes them), and with "return_token_ids" (vLLM's field)
+// sampled token of each position with its log-probability under the sampling distribution, and the k most likely
+// tokens of that distribution when asked; tokens written "token_id:<id>" as vLLM's --return-tokens-as-token-ids
+// writes them), and with "return_token_ids" (vLLM's field)
 // the choice carries "token_ids" and "prompt_token_ids". Routes:
 //   GET  /health, GET /v1/models
 //   POST /v1/completions
@@ -14,7 +15,7 @@
 //   POST /v1/chat/completions
 //   {"model", "messages", "tools"?, "tool_choice"? ("auto"|"none"), "parallel_tool_calls"?, "max_tokens"? or
 //    "max_completion_tokens"? (512), "temperature"? (1.0), "n"? (1), "seed"?, "logprobs"? (bool),
-//    "top_logprobs"? (0 only), "stop"? (text or up to 4 texts), "return_token_ids"?, "stream"? (false only), "user"?}
+//    "top_logprobs"? (0-20, with "logprobs": true), "stop"? (text or up to 4 texts), "return_token_ids"?, "stream"? (false only), "user"?}
 // A chat is rendered as one ChatML prompt (render_chat_prompt, docs/llama.md "Chat format") and the model continues
 // it as a raw text; <tool_call> blocks in the reply come back as OpenAI "tool_calls" (parse_tool_calls).
 // Refusals as OpenAI answers them: a 4xx with {"error": {"message", "type": "invalid_request_error", "code"}}.

@@ -4,7 +4,8 @@
   transformers-made base) and computes pwab's logits: fp32, max |difference| <= 1e-5 at every position;
 - PEFT loads the LoRA adapter pwab trains, and pwab (`pwab lm logits|score|generate --adapter`) loads adapters that
   PEFT made and that TRL's SFTTrainer trained: the same logits;
-- pwab's tokenizer.json reader gives the ids of Hugging Face's fast tokenizer on the same file.
+- pwab's tokenizer.json reader gives the ids of Hugging Face's fast tokenizer on the same file, and its
+  tokenizer.model reader those of PyPI's sentencepiece and of transformers' conversion of the file.
 
 Everything is tiny (tiny_models.py) and made here; pwab is the binary CTest names (PWAB_BINARY)."""
 
@@ -271,6 +272,80 @@ class Tokenizers(unittest.TestCase):
             self.assertEqual(a[0], tok.bos_token_id)
 
 
+class SentencePieceFiles(unittest.TestCase):
+    """tokenizer.model files: pwab (sentencepiece 0.1.97 built from source) gives the ids of PyPI's sentencepiece on
+    the same file, for the tokenizer `pwab puma` trains and for models sentencepiece's own trainer makes (BPE, and
+    unigram with NFKC normalization); and the ids transformers gives from the file (its conversion to a fast
+    tokenizer, LLaMA-2's tokenizer_config.json) except where that conversion departs from sentencepiece itself
+    (SENTENCEPIECE_ONLY; docs/tokenizer.md)."""
+
+    # transformers' Metaspace adds the "▁" prefix only to a text that does not already begin with whitespace, and
+    # it splits "<s>"/"</s>" written in the text as special tokens; sentencepiece (and pwab) do neither.
+    SENTENCEPIECE_ONLY = {" leading space and  two spaces", "literal <s> and </s> inside text"}
+
+    @classmethod
+    def setUpClass(cls):
+        import sentencepiece as spm
+        cls.spm = spm
+        cls.dir = os.path.join(ROOT, "spm")
+        os.makedirs(cls.dir, exist_ok=True)
+        cls.texts = jsonl(os.path.join(cls.dir, "texts.jsonl"), [{"text": t} for t in TEXTS])
+        corpus = os.path.join(cls.dir, "corpus.txt")
+        with open(corpus, "w", encoding="utf-8") as f:
+            f.write("\n".join(tiny_models.CORPUS + TEXTS))
+        # hard_vocab_limit off: the small corpus decides how many pieces it can fill.
+        common = dict(input=corpus, minloglevel=2, num_threads=1, byte_fallback=True, hard_vocab_limit=False)
+        spm.SentencePieceTrainer.train(model_prefix=os.path.join(cls.dir, "unigram"), model_type="unigram",
+                                       vocab_size=500, **common)
+        spm.SentencePieceTrainer.train(model_prefix=os.path.join(cls.dir, "bpe"), model_type="bpe", vocab_size=600,
+                                       **common)
+
+    def pwab_ids(self, model, bare):
+        args = ["lm", "tokenize", "--model", model, "--texts", self.texts] + (["--bare"] if bare else [])
+        ours = [json.loads(line)["ids"] for line in pwab(*args).splitlines()]
+        self.assertEqual(len(ours), len(TEXTS))
+        return ours
+
+    def assert_sentencepiece_ids(self, model_file):
+        sp = self.spm.SentencePieceProcessor(model_file=model_file)
+        for text, ours in zip(TEXTS, self.pwab_ids(model_file, bare=True)):
+            self.assertEqual(ours, sp.encode(text), f"{model_file}: {text!r}")
+        return sp
+
+    def test_pwab_trained_tokenizer_model(self):
+        """`pwab puma sft` (tiny preset) trains its tokenizer.model: sentencepiece's ids, and transformers' ids from a
+        directory with that file and LLaMA-2's tokenizer_config.json."""
+        model = os.path.join(puma_run("scratch"), "sft", "model", "tokenizer.model")
+        self.assertTrue(os.path.exists(model))
+        self.assert_sentencepiece_ids(model)
+        from transformers import AutoTokenizer
+        d = os.path.join(self.dir, "llama2-layout")
+        os.makedirs(d, exist_ok=True)
+        shutil.copy(model, os.path.join(d, "tokenizer.model"))
+        with open(os.path.join(d, "tokenizer_config.json"), "w") as f:
+            json.dump({"tokenizer_class": "LlamaTokenizer", "add_bos_token": True, "add_eos_token": False,
+                       "bos_token": "<s>", "eos_token": "</s>", "unk_token": "<unk>", "legacy": False}, f)
+        tok = AutoTokenizer.from_pretrained(d)
+        sp = self.spm.SentencePieceProcessor(model_file=model)
+        compared = 0
+        for bare in (False, True):
+            for text, ours in zip(TEXTS, self.pwab_ids(d, bare)):
+                theirs = tok(text, add_special_tokens=not bare)["input_ids"]
+                if text in self.SENTENCEPIECE_ONLY:
+                    self.assertEqual(ours, ([] if bare else [sp.bos_id()]) + sp.encode(text), text)
+                    continue
+                self.assertEqual(ours, theirs, f"bare={bare}: {text!r}")
+                compared += 1
+        self.assertEqual(compared, 2 * (len(TEXTS) - len(self.SENTENCEPIECE_ONLY)))
+
+    def test_sentencepiece_trained_bpe(self):
+        self.assert_sentencepiece_ids(os.path.join(self.dir, "bpe.model"))
+
+    def test_sentencepiece_trained_unigram_with_nfkc(self):
+        sp = self.assert_sentencepiece_ids(os.path.join(self.dir, "unigram.model"))
+        self.assertEqual(sp.encode("ﬁ"), sp.encode("fi"))  # the NFKC rule of sentencepiece's default is in force
+
+
 _PUMA = {}
 
 
@@ -284,10 +359,12 @@ def mini_data():
 
 
 def puma_run(name, *extra):
-    """`pwab puma sft` on the mini dataset, a few tasks, one epoch (the model pwab itself trains)."""
+    """`pwab puma sft` on the mini dataset, a few tasks, one epoch (the model pwab itself trains); once per name."""
     out = os.path.join(ROOT, "puma-" + name)
-    pwab("puma", "sft", "--data", mini_data(), "--out", out, "--embedder", "hashing", "--train-limit", 6,
-         "--test-limit", 2, "--sft-epochs", 1, *extra, timeout=900)
+    if ("run", name) not in _PUMA:
+        pwab("puma", "sft", "--data", mini_data(), "--out", out, "--embedder", "hashing", "--train-limit", 6,
+             "--test-limit", 2, "--sft-epochs", 1, *extra, timeout=900)
+        _PUMA[("run", name)] = out
     return out
 
 

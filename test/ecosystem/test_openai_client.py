@@ -1,8 +1,9 @@
 """`pwab lm serve` answers the official `openai` Python client (docs/llama.md "pwab lm serve"): chat completions
-with tools, raw-text completions, logprobs, several choices, and refusals that surface as the client's own
-exception types. The model is a tiny random LLaMA that tiny_models.py saves; transformers, on the same directory,
-checks that pwab renders a chat to the same prompt its chat template renders, tokenizes it to the same ids, and
-reports the same log-probabilities for the tokens it drew."""
+with tools, raw-text completions, logprobs with the most likely alternatives, several choices, and refusals that
+surface as the client's own exception types. The model is a tiny random LLaMA that tiny_models.py saves;
+transformers, on the same directory, checks that pwab renders a chat to the same prompt its chat template renders,
+tokenizes it to the same ids, and reports the same log-probabilities for the tokens it drew and their most likely
+alternatives."""
 
 import os
 import subprocess
@@ -92,7 +93,7 @@ class OpenAIClientTest(unittest.TestCase):
             {"role": "user", "content": "The second one, please."},
         ]
         r = self.client.chat.completions.create(model="tiny", messages=messages, tools=TOOLS, max_tokens=12,
-                                                temperature=0, seed=1, logprobs=True,
+                                                temperature=0, seed=1, logprobs=True, top_logprobs=5,
                                                 extra_body={"return_token_ids": True})
         self.assertEqual(r.object, "chat.completion")
         choice = r.choices[0]
@@ -110,6 +111,12 @@ class OpenAIClientTest(unittest.TestCase):
         for got, want in zip([c.logprob for c in choice.logprobs.content], expected):
             self.assertAlmostEqual(got, want, delta=1e-4)
         self.assertEqual(ids, logp.argmax(dim=-1).tolist())
+        # Each position's 5 most likely tokens are transformers' top 5, with its log-probabilities.
+        for position, entry in enumerate(choice.logprobs.content):
+            values, top_ids = logp[position].topk(5)
+            self.assertEqual([t.token for t in entry.top_logprobs], [f"token_id:{i}" for i in top_ids.tolist()])
+            for got, want in zip([t.logprob for t in entry.top_logprobs], values.tolist()):
+                self.assertAlmostEqual(got, want, delta=1e-4)
         # The text is the drawn ids decoded (special tokens left out), and it holds no parsable tool call.
         if not choice.message.tool_calls:
             self.assertEqual(choice.message.content, self.tokenizer.decode(ids, skip_special_tokens=True))
@@ -132,16 +139,22 @@ class OpenAIClientTest(unittest.TestCase):
 
     def test_completions_with_logprobs_and_token_ids(self):
         prompt = "I want a red kettle for my kitchen."
-        r = self.client.completions.create(model="tiny", prompt=prompt, max_tokens=5, temperature=0, logprobs=0,
+        r = self.client.completions.create(model="tiny", prompt=prompt, max_tokens=5, temperature=0, logprobs=3,
                                            extra_body={"return_token_ids": True})
         self.assertEqual(r.object, "text_completion")
         choice = r.choices[0]
         extra = choice.model_extra
         self.assertEqual(extra["prompt_token_ids"], self.hf_ids(prompt))
         self.assertEqual(choice.logprobs.tokens, [f"token_id:{i}" for i in extra["token_ids"]])
-        expected, _ = self.hf_logprobs(extra["prompt_token_ids"], extra["token_ids"])
+        expected, logp = self.hf_logprobs(extra["prompt_token_ids"], extra["token_ids"])
         for got, want in zip(choice.logprobs.token_logprobs, expected):
             self.assertAlmostEqual(got, want, delta=1e-4)
+        # logprobs=3: the 3 most likely tokens of each position (greedy: the drawn one is the first of them).
+        for position, top in enumerate(choice.logprobs.top_logprobs):
+            values, top_ids = logp[position].topk(3)
+            self.assertEqual(set(top), {f"token_id:{i}" for i in top_ids.tolist()})
+            for i, want in zip(top_ids.tolist(), values.tolist()):
+                self.assertAlmostEqual(top[f"token_id:{i}"], want, delta=1e-4)
         self.assertEqual(choice.text, self.tokenizer.decode(extra["token_ids"], skip_special_tokens=True))
 
     def test_refusals_are_the_clients_exceptions(self):
@@ -150,8 +163,10 @@ class OpenAIClientTest(unittest.TestCase):
             self.client.chat.completions.create(model="gpt-4o", messages=hi)
         self.assertIn("serves 'tiny'", str(e.exception))
         with self.assertRaises(openai.BadRequestError) as e:
-            self.client.chat.completions.create(model="tiny", messages=hi, logprobs=True, top_logprobs=3)
+            self.client.chat.completions.create(model="tiny", messages=hi, top_logprobs=3)
         self.assertIn("top_logprobs", str(e.exception))
+        with self.assertRaises(openai.BadRequestError):
+            self.client.chat.completions.create(model="tiny", messages=hi, logprobs=True, top_logprobs=21)
         with self.assertRaises(openai.BadRequestError):
             self.client.chat.completions.create(model="tiny", messages=[{"role": "critic", "content": "x"}])
         with self.assertRaises(openai.BadRequestError):

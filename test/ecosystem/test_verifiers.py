@@ -97,6 +97,51 @@ def first_user_text(messages):
     return ""
 
 
+def single_turn_script(t0, t1, t2):
+    """Three tasks answered with a Hermes text call, a structured tool call, and a plain-text review: the scripted
+    model's plan, and each task's completion as pwab scores it (task key -> text)."""
+    replies = {
+        t0["instruction"]: {"content": hermes("search_product_by_query", {"query": t0["instruction"]})},
+        t1["instruction"]: {"tool_calls": [{"id": "call_0", "type": "function", "function": {
+            "name": "search_product_by_query", "arguments": json.dumps({"query": t1["instruction"]})}}]},
+        t2["instruction"]: {"content": "add_product_review\nLovely, works as described."},
+    }
+
+    def plan(messages):
+        text = first_user_text(messages)
+        return next(reply for instruction, reply in replies.items() if instruction in text)
+
+    completions = {t0["task"]: replies[t0["instruction"]]["content"],
+                   t1["task"]: hermes("search_product_by_query", {"query": t1["instruction"]}),
+                   t2["task"]: replies[t2["instruction"]]["content"]}
+    return plan, completions
+
+
+def episode_script(task):
+    """Multi-turn track: ask the user, search with the instruction, stop. The scripted model's plan (one action per
+    assistant turn) and the actions."""
+    actions = ["Which brand do you like?", hermes("search_product_by_query", {"query": task["instruction"]}),
+               hermes("stop", {})]
+
+    def plan(messages):
+        turn = sum(1 for m in messages if m["role"] == "assistant")
+        return {"content": actions[min(turn, len(actions) - 1)]}
+
+    return plan, actions
+
+
+def replay_episode(client, task, actions):
+    """The same actions played through pwab's own episode routes; the last answer (done, with the reward)."""
+    started = client.env_reset(task=task["task"], track="multi", history=False)
+    episode_id = started["observation"]["episode_id"]
+    for text in actions:
+        name, arguments = parse_action_text(text, fallback="respond")
+        answer = client.env_step(episode_id, {"name": name, "arguments": arguments or {}})
+        if answer["done"]:
+            break
+    return answer
+
+
 def vf_eval(taskset_args, model_url, out, model="scripted", extra=(), timeout=240):
     """Runs verifiers' own `vf-eval` on pwab's plugin; returns (the completed process, the episodes it wrote to
     traces.jsonl, each with the one trace of its one seat as "trace")."""
@@ -193,17 +238,7 @@ class VerifiersTest(unittest.TestCase):
     def test_vf_eval_single_turn_rewards_are_pwabs(self):
         """vf-eval on three tasks: a Hermes text call, a structured tool call, and a plain-text answer."""
         (t0, _), (t1, _), (t2, _) = self.good
-        replies = {
-            t0["instruction"]: {"content": hermes("search_product_by_query", {"query": t0["instruction"]})},
-            t1["instruction"]: {"tool_calls": [{"id": "call_0", "type": "function", "function": {
-                "name": "search_product_by_query", "arguments": json.dumps({"query": t1["instruction"]})}}]},
-            t2["instruction"]: {"content": "add_product_review\nLovely, works as described."},
-        }
-
-        def plan(messages):
-            text = first_user_text(messages)
-            return next(reply for instruction, reply in replies.items() if instruction in text)
-
+        plan, completions = single_turn_script(t0, t1, t2)
         model = ScriptedModel(plan)
         try:
             run, traces = vf_eval(["--env.taskset.url", self.server.url, "--env.taskset.tasks",
@@ -212,9 +247,6 @@ class VerifiersTest(unittest.TestCase):
             model.close()
         self.assertEqual(run.returncode, 0, run.stderr[-4000:])
         self.assertEqual(len(traces), 3, run.stderr[-4000:])
-        completions = {t0["task"]: replies[t0["instruction"]]["content"],
-                       t1["task"]: hermes("search_product_by_query", {"query": t1["instruction"]}),
-                       t2["task"]: replies[t2["instruction"]]["content"]}
         expected = {key: answer for key, answer in zip(completions, self.client.rewards(
             [{"task": key, "completion": text} for key, text in completions.items()]))}
         self.assertGreater(expected[t0["task"]]["reward"], 0)
@@ -232,13 +264,7 @@ class VerifiersTest(unittest.TestCase):
         """Multi-turn track: ask the user, search, stop; the reward is the episode's score, equal to the score of
         the same actions played through pwab's own episode routes."""
         task, _ = self.good[0]
-        actions = ["Which brand do you like?", hermes("search_product_by_query", {"query": task["instruction"]}),
-                   hermes("stop", {})]
-
-        def plan(messages):
-            turn = sum(1 for m in messages if m["role"] == "assistant")
-            return {"content": actions[min(turn, len(actions) - 1)]}
-
+        plan, actions = episode_script(task)
         sessions = self.client.health()["sessions"]
         model = ScriptedModel(plan)
         try:
@@ -252,14 +278,7 @@ class VerifiersTest(unittest.TestCase):
         episode = traces[0]
         self.assertTrue(episode["ok"] and episode["trace"]["ok"], episode["errors"] or episode["trace"]["errors"])
         self.assertEqual(len(model.requests), 3)
-        # the same three actions, played directly
-        started = self.client.env_reset(task=task["task"], track="multi", history=False)
-        episode_id = started["observation"]["episode_id"]
-        for text in actions:
-            name, arguments = parse_action_text(text, fallback="respond")
-            answer = self.client.env_step(episode_id, {"name": name, "arguments": arguments or {}})
-            if answer["done"]:
-                break
+        answer = replay_episode(self.client, task, actions)  # the same three actions, played directly
         self.assertTrue(answer["done"])
         self.assertGreater(answer["reward"], 0)
         self.assertAlmostEqual(reward_of(episode), answer["reward"], places=6)

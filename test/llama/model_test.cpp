@@ -340,6 +340,46 @@ TEST(Generate, GreedyEqualsFullForwardArgmaxInABatch) {
   }
 }
 
+TEST(Generate, TopLogprobsAreTheLargestOfTheFullForwardsDistribution) {
+  auto model = load_fixture();
+  GenerateOptions o;
+  o.max_new_tokens = 5;
+  o.top_logprobs = 4;
+  std::vector<std::vector<int32_t>> prompts{sequence(0), sequence(1)};
+  for (double temperature : {0.0, 2.0}) {
+    o.do_sample = temperature > 0;
+    o.temperature = o.do_sample ? temperature : 1.0;
+    o.top_k = 0;
+    auto out = generate(*model, prompts, o);
+    for (std::size_t i = 0; i < prompts.size(); ++i) {
+      const Generation& g = out[i][0];
+      ASSERT_EQ(g.top_logprobs.size(), g.logprobs.size());
+      auto all = prompts[i];
+      all.insert(all.end(), g.tokens.begin(), g.tokens.end());
+      auto logits = logits_of(*model, all).to(torch::kFloat64) / o.temperature;
+      auto logp = torch::log_softmax(logits, -1);
+      for (std::size_t t = 0; t < g.top_logprobs.size(); ++t) {
+        auto [values, ids] = logp[int64_t(prompts[i].size() + t) - 1].topk(4);
+        ASSERT_EQ(g.top_logprobs[t].size(), 4u);
+        for (int64_t k = 0; k < 4; ++k) {
+          EXPECT_EQ(g.top_logprobs[t][std::size_t(k)].first, ids[k].item<int64_t>()) << temperature << " " << t;
+          EXPECT_NEAR(g.top_logprobs[t][std::size_t(k)].second, values[k].item<double>(), 1e-4);
+        }
+        // the drawn token's own log-probability is in the same distribution
+        const int32_t drawn = t < g.tokens.size() ? g.tokens[t] : -1;
+        if (drawn >= 0) EXPECT_NEAR(g.logprobs[t], logp[int64_t(prompts[i].size() + t) - 1][drawn].item<double>(), 1e-4);
+        if (temperature == 0.0 && drawn >= 0) EXPECT_EQ(g.top_logprobs[t][0].first, drawn);
+      }
+    }
+  }
+  o.top_logprobs = -1;
+  EXPECT_THROW(generate(*model, prompts, o), UsageError);
+  o.top_logprobs = 2;
+  o.num_beams = 2;
+  o.do_sample = false;
+  EXPECT_THROW(generate(*model, prompts, o), UsageError);
+}
+
 TEST(Generate, StopsAtEos) {
   auto model = load_fixture();
   GenerateOptions o;

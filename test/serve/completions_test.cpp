@@ -18,6 +18,13 @@ namespace {
 
 using Json = nlohmann::json;
 
+// k alternatives of a position as a stand-in model reports them: ids 200, 201, ... at -1, -2, ...
+std::vector<std::pair<int32_t, float>> alternatives(int k) {
+  std::vector<std::pair<int32_t, float>> out;
+  for (int i = 0; i < k; ++i) out.emplace_back(200 + i, -1.0f - static_cast<float>(i));
+  return out;
+}
+
 // Answers "<prompt>|<sample>|<temperature>" token by token: one id per character, log-probability -0.5 each.
 class EchoModel final : public llm::ChatModel {
  public:
@@ -36,7 +43,9 @@ class EchoModel final : public llm::ChatModel {
       for (char c : out.message.content) {
         t.completion_ids.push_back(static_cast<unsigned char>(c));
         t.logprobs.push_back(-0.5f);
+        t.top_logprobs.push_back(alternatives(r.top_logprobs));
       }
+      if (r.top_logprobs == 0) t.top_logprobs.clear();
       out.tokens = std::move(t);
     }
     return out;
@@ -83,13 +92,27 @@ TEST(Completions, AnswersAsOpenAIWithTokenIdsAndLogprobs) {
   EXPECT_EQ(c["logprobs"]["tokens"][0], "token_id:97");
   EXPECT_EQ(c["logprobs"]["token_logprobs"].size(), 5u);
   EXPECT_EQ(c["logprobs"]["token_logprobs"][0], -0.5);
-  EXPECT_EQ(c["logprobs"]["top_logprobs"][0]["token_id:97"], -0.5);
+  EXPECT_EQ(c["logprobs"]["top_logprobs"][0], Json({{"token_id:97", -0.5}}));  // logprobs 0: the drawn token alone
   EXPECT_EQ(j["usage"]["prompt_tokens"], 3);
   EXPECT_EQ(j["usage"]["completion_tokens"], 5);
   ASSERT_EQ(s.model.asked.size(), 1u);
   EXPECT_TRUE(s.model.asked[0].return_tokens);
   EXPECT_EQ(s.model.asked[0].seed, 7);
   EXPECT_EQ(s.model.asked[0].temperature, 0.0);
+  EXPECT_EQ(s.model.asked[0].top_logprobs, 0);
+}
+
+TEST(Completions, LogprobsKGivesTheKMostLikelyTokensBesideTheDrawnOne) {
+  Served s;
+  auto r = s.post({{"prompt", "ab"}, {"max_tokens", 2}, {"logprobs", 2}});
+  ASSERT_EQ(r->status, 200) << r->body;
+  Json j = Json::parse(r->body);
+  const Json& top = j["choices"][0]["logprobs"]["top_logprobs"];
+  ASSERT_EQ(top.size(), 2u);
+  EXPECT_EQ(top[0], Json({{"token_id:200", -1.0}, {"token_id:201", -2.0}, {"token_id:97", -0.5}}));
+  ASSERT_EQ(s.model.asked.size(), 1u);
+  EXPECT_TRUE(s.model.asked[0].return_tokens);
+  EXPECT_EQ(s.model.asked[0].top_logprobs, 2);
 }
 
 TEST(Completions, DefaultsAndSeveralChoices) {
@@ -168,6 +191,7 @@ class ScriptedModel final : public llm::ChatModel {
       for (char c : reply) {
         t.completion_ids.push_back(static_cast<unsigned char>(c));
         t.logprobs.push_back(-0.25f);
+        if (r.top_logprobs > 0) t.top_logprobs.push_back(alternatives(r.top_logprobs));
       }
       out.tokens = std::move(t);
     }
@@ -270,6 +294,7 @@ TEST(ChatCompletions, AnswersToolCallsInOpenAIsShape) {
   ASSERT_EQ(c["logprobs"]["content"].size(), s.model.reply.size());
   EXPECT_EQ(c["logprobs"]["content"][0]["token"], "token_id:60");  // '<'
   EXPECT_EQ(c["logprobs"]["content"][0]["logprob"], -0.25);
+  EXPECT_EQ(c["logprobs"]["content"][0]["top_logprobs"], Json::array());
   EXPECT_EQ(c["token_ids"].size(), s.model.reply.size());
   EXPECT_EQ(c["prompt_token_ids"], Json({1, 2, 3}));
   EXPECT_EQ(j["usage"]["prompt_tokens"], 11);
@@ -290,6 +315,20 @@ TEST(ChatCompletions, AnswersToolCallsInOpenAIsShape) {
   EXPECT_EQ(p["message"]["content"], s.model.reply);
   EXPECT_FALSE(p["message"].contains("tool_calls"));
   EXPECT_EQ(p["finish_reason"], "stop");
+}
+
+TEST(ChatCompletions, TopLogprobsListsTheMostLikelyTokensOfEachPosition) {
+  ChatServed s("ok");
+  auto r = s.chat({{"messages", {{{"role", "user"}, {"content", "hi"}}}}, {"logprobs", true}, {"top_logprobs", 2}});
+  ASSERT_EQ(r->status, 200) << r->body;
+  const Json content = Json::parse(r->body)["choices"][0]["logprobs"]["content"];
+  ASSERT_EQ(content.size(), 2u);
+  EXPECT_EQ(content[1]["token"], "token_id:107");  // 'k'
+  EXPECT_EQ(content[1]["top_logprobs"],
+            Json::parse(R"([{"token": "token_id:200", "logprob": -1.0, "bytes": null},
+                            {"token": "token_id:201", "logprob": -2.0, "bytes": null}])"));
+  EXPECT_EQ(s.model.asked[0].top_logprobs, 2);
+  EXPECT_TRUE(s.model.asked[0].return_tokens);
 }
 
 TEST(ChatCompletions, TextRepliesStopTextsChoicesAndDefaults) {
@@ -330,7 +369,8 @@ TEST(ChatCompletions, RefusesWhatItCannotDoInOpenAIsShape) {
   refused({{"max_tokens", 4}}, 400);  // no messages
   refused({{"messages", Json::array()}}, 400);
   refused({{"messages", {{{"role", "wizard"}, {"content", "x"}}}}}, 400);
-  refused({{"messages", hi}, {"top_logprobs", 3}, {"logprobs", true}}, 400);
+  refused({{"messages", hi}, {"top_logprobs", 3}}, 400);  // without "logprobs": true
+  refused({{"messages", hi}, {"top_logprobs", 21}, {"logprobs", true}}, 400);
   refused({{"messages", hi}, {"tool_choice", "required"}}, 400);
   refused({{"messages", hi}, {"stream", true}}, 400);
   refused({{"messages", hi}, {"stop", "x"}, {"logprobs", true}}, 400);

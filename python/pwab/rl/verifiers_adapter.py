@@ -3,7 +3,7 @@
 verifiers 0.4 ships only its v1 API (verifiers.v1: Taskset, Env, Harness); there load_environment returns
 pwab.rl.verifiers_v1's environment, and `vf-eval pwab_verifiers ...` runs it. verifiers 0.3 also ships the
 v0 API (verifiers.legacy, reached as `import verifiers as vf`: SingleTurnEnv, MultiTurnEnv, Rubric), which this
-module serves when it is there. Contract of the v0 part read: verifiers 0.3.1 (verifiers/legacy/...). verifiers
+module serves when it is there; it is tested with verifiers 0.3.1 (test/ecosystem/test_verifiers_v0.py). verifiers
 and datasets are imported inside load_environment only.
 
 With the v0 API, load_environment(url=..., ...) returns
