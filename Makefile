@@ -1,4 +1,5 @@
-# pwab: a thin wrapper over CMake (DuckDB-style). Every target installs missing Debian packages first.
+# pwab: a thin wrapper over CMake (DuckDB-style). Every target installs the Debian packages it needs first: the
+# build's for every target, the tests' (Chromium, Slurm, Node.js, ...) only for `make test`, clang for `make fuzz`.
 #   make            release build in build/release
 #   make test       build + run every test (T=regex filters, e.g. make test T=data)
 #   make demo       the main job on the embedded synthetic data
@@ -44,6 +45,7 @@ debug:
 	$(call cmake_build,build/debug,Debug,)
 
 test: release
+	@scripts/install-deps.sh --with-test
 	@cd $(BUILD_RELEASE) && $(RUN_ENV) ctest --output-on-failure -j $(JOBS) $(if $(T),-R '$(T)',)
 
 demo: release
@@ -55,7 +57,7 @@ bench: release
 	@$(BENCH_ENV) $(BUILD_RELEASE)/bench/pwab-bench --out build/bench $(if $(B),--filter '$(B)',)
 
 fuzz:
-	@scripts/install-deps.sh
+	@scripts/install-deps.sh --with-fuzz
 	@if [ ! -f build/fuzz/CMakeCache.txt ]; then CC=clang CXX=clang++ cmake -S . -B build/fuzz $(GENERATOR) \
 		-DCMAKE_BUILD_TYPE=RelWithDebInfo -DPWAB_FUZZ=ON -DPWAB_WITH_TORCH=OFF $(LAUNCHER); fi
 	@cmake --build build/fuzz -j $(JOBS) --target fuzz_all

@@ -1,25 +1,29 @@
 #!/usr/bin/env bash
-# Installs every Debian package pwab needs to build, test and benchmark, and unpacks Debian's sentencepiece source
-# (fetched with `apt-get source`) into $PWAB_VENDOR_DIR (default /usr/local/src/pwab), where CMake builds it
-# against the system protobuf (docs/dependencies.md says why). Idempotent: packages that are already installed are
-# skipped, the source is fetched once (a stamp file records it), and apt is not touched when nothing is missing.
-# It also installs the MCP test client (test/mcp/client: the official MCP TypeScript SDK, pinned by its
-# package-lock.json) from the npm registry with `npm ci`, after Debian's nodejs and npm when `node` is missing;
-# a stamp holding the lock file's hash skips it when node_modules is already that lock's.
-#   scripts/install-deps.sh               build + test dependencies
+# Installs the Debian packages pwab needs to build (and, on request, to test, fuzz and benchmark), and unpacks
+# Debian's sentencepiece source (fetched with `apt-get source`) into $PWAB_VENDOR_DIR (default
+# /usr/local/src/pwab), where CMake builds it against the system protobuf (docs/dependencies.md says why).
+# Idempotent: packages that are already installed are skipped, the source is fetched once (a stamp file records
+# it), and apt is not touched when nothing is missing. `make` installs the build's needs, `make test` the tests'
+# too, `make fuzz` clang's: a first build does not wait for a browser, a Slurm cluster or Node.js.
+# With --with-test it also installs the MCP test client (test/mcp/client: the official MCP TypeScript SDK, pinned
+# by its package-lock.json) from the npm registry with `npm ci`, after Debian's nodejs and npm when `node` is
+# missing; a stamp holding the lock file's hash skips it when node_modules is already that lock's.
+#   scripts/install-deps.sh               what building needs (make, make demo)
+#   scripts/install-deps.sh --with-test   also what the tests need (make test): Chromium, Slurm, tmux, pip, the
+#                                         MCP test client
+#   scripts/install-deps.sh --with-fuzz   also clang and libFuzzer (make fuzz)
 #   scripts/install-deps.sh --with-parity also the Java/Lucene reference used by the search parity test
 #   scripts/install-deps.sh --with-bench  also Debian's python3-torch, the anchor of the PUMA training benchmarks
 #   scripts/install-deps.sh --with-ecosystem  also the pinned Python ecosystem (TRL, transformers, PEFT, verifiers,
 #                                         verl, OpenRLHF, OpenEnv, MCP, Inspect AI, ...) in virtual environments
 #                                         outside the tree, from PyPI with hashes (scripts/ecosystem/install.sh)
-#   scripts/install-deps.sh --no-mcp-client  without Node.js and the MCP test client (its test then skips)
+#   scripts/install-deps.sh --no-mcp-client  with --with-test: without Node.js and the MCP test client (its test
+#                                         then skips)
 #   scripts/install-deps.sh --check       exit 1 (and list them) if any package is missing; installs nothing
 set -euo pipefail
 
 packages=(
   build-essential cmake ninja-build pkg-config git python3
-  python3-pip python3-setuptools python3-wheel       # `pip install ./python`, offline (the Python package's test)
-  clang libclang-rt-14-dev                          # libFuzzer target for the data loader
   libtorch-dev libopenblas0-openmp                  # SASRec, encoders, LLaMA (OpenBLAS: see docs/dependencies.md)
   libgloo-dev                                       # c10d's Gloo headers: data-parallel PUMA training
   libxapian-dev libicu-dev libfasttext-dev
@@ -27,27 +31,34 @@ packages=(
   libcpp-httplib-dev libcurl4-openssl-dev
   libboost-dev                                      # Beast + Asio: pwab serve's HTTP and WebSocket layer
   libsqlite3-dev libcli11-dev libspdlog-dev libfmt-dev
-  libgtest-dev libgmock-dev libbenchmark-dev
+  libgtest-dev libgmock-dev libbenchmark-dev         # the test and bench binaries are part of the build
   protobuf-compiler                                 # the vendored sentencepiece, built against system protobuf
+)
+test_packages=(
+  python3-pip python3-setuptools python3-wheel       # `pip install ./python`, offline (the Python package's test)
   chromium                                          # headless browser test of `pwab report`'s page
   slurm-wlm munge bc curl                           # the single-host Slurm cluster of test/slurm/ (scripts/slurm/)
   tmux                                              # a pseudo-terminal for the --user-sim human test
 )
+fuzz_packages=(clang libclang-rt-14-dev)             # libFuzzer targets for the parsers of outside input
 parity_packages=(default-jdk-headless liblucene8-java)
 bench_packages=(python3-torch)                      # the PyTorch-eager anchor of the PUMA training benchmarks
 ecosystem_packages=(python3-venv)                   # the ecosystem's virtual environments (scripts/ecosystem/)
 
 check_only=0
+with_test=0
 with_mcp_client=1
 with_ecosystem=0
 for arg in "$@"; do
   case "$arg" in
+    --with-test) packages+=("${test_packages[@]}"); with_test=1 ;;
+    --with-fuzz) packages+=("${fuzz_packages[@]}") ;;
     --with-parity) packages+=("${parity_packages[@]}") ;;
     --with-bench) packages+=("${bench_packages[@]}") ;;
     --with-ecosystem) packages+=("${ecosystem_packages[@]}"); with_ecosystem=1 ;;
     --no-mcp-client) with_mcp_client=0 ;;
     --check) check_only=1 ;;
-    -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
     *) echo "install-deps.sh: unknown option '$arg'" >&2; exit 2 ;;
   esac
 done
@@ -64,7 +75,7 @@ spm_stamp="$spm_dir/.pwab-vendored"
 mcp_client_dir="$(cd "$(dirname "$0")/.." && pwd)/test/mcp/client"
 mcp_client_stamp="$mcp_client_dir/node_modules/.pwab-lock-sha256"
 need_mcp_client=0
-if [ "$with_mcp_client" = 1 ]; then
+if [ "$with_test" = 1 ] && [ "$with_mcp_client" = 1 ]; then
   command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 || packages+=(nodejs npm)
   lock_sha=$(sha256sum "$mcp_client_dir/package-lock.json" | cut -d' ' -f1)
   [ "$(cat "$mcp_client_stamp" 2>/dev/null)" = "$lock_sha" ] || need_mcp_client=1

@@ -1,6 +1,6 @@
 // Tokenizer benchmarks: encode throughput on a realistic PUMA memory text (100 history items rendered as the
-// reference's memory and joined by "|"), with the sentencepiece backend and the tokenizer.json BPE backend (each
-// checks the other: their ids must agree), and the 768-token memory cap of the reference (§5.2 step 3).
+// original's memory and joined by "|"), with the sentencepiece backend and the tokenizer.json BPE backend (each
+// checks the other: their ids must agree), and the original's 768-token memory cap (docs/decisions.md §5.2 step 3).
 #include <fmt/format.h>
 
 #include <memory>
@@ -49,7 +49,7 @@ void ensure_model(const Context& ctx) {
 }
 
 //! A memory text like PUMA's: the history items of the users with the longest histories, rendered with the
-//! reference's pretty_history layout and joined by "|", until 100 items.
+//! original's pretty_history layout and joined by "|", until 100 items.
 std::string memory_text() {
   std::string m;
   int n = 0;

@@ -1,4 +1,5 @@
-// src/agents/agent.h: how `pwab run` finds and builds agents (style.md §5: tau-bench's agents/ split).
+// src/agents/agent.h: how `pwab run` finds and builds agents (docs/decisions.md, code practices §5: tau-bench's
+// agents/ split).
 //
 // An agent is registered by name. Its factory is built once per run from the shared, read-only context (the
 // dataset, the embedder, a cache directory for trained artifacts) and then makes one env::Agent per
@@ -56,7 +57,7 @@ struct AgentContext {
 struct AgentOptions {
   //! Memory strategy; "" = the agent's default. The heuristic agent takes "taskspec" (default) or "none".
   std::string memory;
-  //! Behaviours of memory (`--memory-length`); unset = the agent's default (reference D1: 10; PUMA: 100).
+  //! Behaviours of memory (`--memory-length`); unset = the agent's default (docs/decisions.md D1: 10; PUMA: 100).
   std::optional<int> memory_length;
   //! Further agent-specific options as key → value text (e.g. from repeated `--agent-opt key=value`).
   std::map<std::string, std::string> extra;

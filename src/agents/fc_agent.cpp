@@ -19,7 +19,7 @@ namespace fs = std::filesystem;
 namespace pwab::agents {
 
 // ------------------------------------------------------------------------------------------------------------
-// Prompts (reference §2.5 and §4.6a: the same rules, in our own words; the marker "Rules:" and tool names exact)
+// Prompts (docs/decisions.md §2.5, §4.6a: the same rules in our own words; the marker "Rules:" and tool names exact)
 // ------------------------------------------------------------------------------------------------------------
 
 namespace {
@@ -217,14 +217,15 @@ std::string FcAgentFactory::system_message(const data::Task& task, env::Track tr
   mo.cache = vectors_.get();
   mo.run_seed = context_.seed;
   if (options_.memory == MemoryStrategy::kTaskSpec) {
-    // §4.6a: no memory (empty history, or D3's unknown function) keeps the plain prompt with no tool hint.
+    // docs/decisions.md §4.6a: no memory (empty history, or D3's unknown function) keeps the plain prompt with no
+    // tool hint.
     TaskSpecMemory m = taskspec_memory(ds, task, predicted_function, mo, *context_.embedder);
     if (m.text == kNoMemory) return fc_system_prompt(track, options_.max_steps);
     return taskspec_system_prompt(track, options_.max_steps) + "\n" + m.text;
   }
   std::string prompt = fc_system_prompt(track, options_.max_steps);
   std::string memory = baseline_memory(ds, task, options_.memory, mo, context_.embedder);
-  // §4.1: the memory goes at the end of the system prompt unless it is the literal "none".
+  // docs/decisions.md §4.1: the memory goes at the end of the system prompt unless it is the literal "none".
   if (memory != kNoMemory) prompt += memory;
   return prompt;
 }

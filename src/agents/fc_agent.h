@@ -1,4 +1,4 @@
-// src/agents/fc_agent.h: the GPT function-calling agent `fc` (reference §4.2) with the memory baselines none /
+// src/agents/fc_agent.h: the GPT function-calling agent `fc` (docs/decisions.md §4.2) with the memory baselines none /
 // random / last / relevant and task-specific memory (§4.6a, the "PUMA (gpt)" row).
 //
 // An episode is a ToolChatAgent conversation (tool_chat_agent.h) with the tools the environment offers (search,
@@ -22,16 +22,16 @@ namespace pwab::agents {
 //! Changes whenever a prompt's wording changes (echoed by config_json(), so a resume refuses a mix).
 inline constexpr std::string_view kFcPromptsVersion = "pwab-fc-prompts/1";
 
-//! The environment's system prompt (reference §2.5, our own words): an opening line, a blank line, "Rules:" and
+//! The environment's system prompt (docs/decisions.md §2.5, our own words): an opening line, a blank line, "Rules:" and
 //! the rules, ending with a newline. Multi-turn states the step budget `max_steps`.
 std::string fc_system_prompt(env::Track track, int max_steps);
-//! The prompt that replaces it under task-specific memory (§4.6a, our own words); same layout.
+//! The prompt that replaces it under task-specific memory (docs/decisions.md §4.6a, our own words); same layout.
 std::string taskspec_system_prompt(env::Track track, int max_steps);
 
 //! Everything that changes the fc agent's behaviour besides the LLM settings (echoed by config_json()).
 struct FcOptions {
   MemoryStrategy memory = MemoryStrategy::kNone;
-  int memory_length = 10;  //!< reference D1
+  int memory_length = 10;  //!< docs/decisions.md D1
   RelevanceText relevance = RelevanceText::kFull;  //!< relevant and taskspec retrieval text (kFull: the original)
   FunctionModel function_model = FunctionModel::kFastText;
   //! kFile: a JSON object instruction → tool name, or → a list whose first element is the tool name (the

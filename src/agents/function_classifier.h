@@ -1,5 +1,5 @@
 // src/agents/function_classifier.h: which task function an instruction asks for (PUMA's function identification,
-// reference §5.1, done offline).
+// docs/decisions.md §5.1, done offline).
 //
 // A fastText supervised classifier trained on the train split's instructions, labelled with the tool that solves
 // each task, and cached by the hash of that training data. A dataset without train tasks gets keyword rules

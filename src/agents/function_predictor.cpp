@@ -32,7 +32,7 @@ std::map<std::string, std::string, std::less<>> read_function_file(const fs::pat
   std::map<std::string, std::string, std::less<>> out;
   for (auto it = j.begin(); it != j.end(); ++it) {
     const nlohmann::json& v = it.value();
-    std::string tool;  // anything else is an unknown function (D3), not an error
+    std::string tool;  // anything else is an unknown function (docs/decisions.md D3), not an error
     if (v.is_string()) tool = v.get<std::string>();
     else if (v.is_array() && !v.empty() && v[0].is_string()) tool = v[0].get<std::string>();
     out.emplace(it.key(), std::move(tool));
@@ -143,7 +143,7 @@ FunctionGuess FunctionPredictor::ask_puma(std::string_view instruction, llm::Cha
   llm::ChatRequest req;
   req.model = access_.model;
   req.prompt = puma_function_prompt(instruction);
-  req.temperature = 0.0;  // §5.4: the function is generated greedily
+  req.temperature = 0.0;  // docs/decisions.md §5.4: the function is generated greedily
   req.max_tokens = 32;
   req.seed = access_.seed;
   llm::ChatResponse r = llm.chat(req);

@@ -1,5 +1,5 @@
 // src/agents/function_predictor.h: which task function an instruction asks for, as task-specific memory and the
-// PUMA agent need it before anything else (reference §4.6, §5.1; decision D3).
+// PUMA agent need it before anything else (docs/decisions.md §4.6, §5.1; decision D3).
 //
 // Five predictors share one interface: the fastText classifier trained on the train split, keyword rules, a
 // function file written by another model (the original's `--puma_function_file`), a chat prompt to the run's
@@ -35,7 +35,8 @@ FunctionModel parse_function_model(std::string_view value, std::string_view who)
 
 //! A prediction and what it cost.
 struct FunctionGuess {
-  std::string function;  //!< as predicted (trimmed); may name no task tool (D3: a wrong function, never review)
+  std::string function;  //!< as predicted (trimmed); may name no task tool (docs/decisions.md D3: a wrong function,
+                         //!< never review)
   int prompt_tokens = 0;
   int completion_tokens = 0;
 };
@@ -75,7 +76,7 @@ class FunctionPredictor {
 //! tool name only.
 std::string function_choice_prompt();
 //! The tool a free-text answer names: the first of the three task tool names it contains (earliest position);
-//! else the answer's first line, trimmed (an unknown function under D3).
+//! else the answer's first line, trimmed (an unknown function under docs/decisions.md D3).
 std::string function_from_answer(std::string_view answer);
 
 }  // namespace pwab::agents

@@ -1,7 +1,7 @@
 // src/agents/heuristic_agent.h: the offline `heuristic` agent, the embedded default of `pwab run` (no LLM).
 //
-// It plays PUMA's pseudo-label policy (reference §4.6, §5.2): a fastText classifier picks the task function, the
-// task-specific memory (the visible history's behaviours most similar to the instruction) supplies the user's
+// It plays PUMA's pseudo-label policy (docs/decisions.md §4.6, §5.2): a fastText classifier picks the task function,
+// the task-specific memory (the visible history's behaviours most similar to the instruction) supplies the user's
 // preferences, and heuristic_policy.h turns both into the call's parameters. Single-turn: one call. Multi-turn:
 // call, ask the user for feedback, fold the answer into the next call, and stop once the user is satisfied or
 // has nothing more to say. The agent reads only the task's instruction, user and timestamp (for the visible

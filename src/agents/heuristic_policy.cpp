@@ -541,7 +541,7 @@ std::vector<std::string> build_recommend_sequence(const data::Dataset& ds,
     std::vector<const data::Behaviour*> same;
     for (const auto* b : items)
       if (in_category(b, category)) same.push_back(b);
-    if (!same.empty()) items = std::move(same);  // none: the most recent items of any category (D8 (a))
+    if (!same.empty()) items = std::move(same);  // none: the latest items of any category (docs/decisions.md D8 (a))
   }
   // Items of the clued brand or kind go last, where SASRec looks most.
   auto clued = [&](const data::Behaviour* b) {

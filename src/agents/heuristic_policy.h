@@ -1,5 +1,5 @@
 // src/agents/heuristic_policy.h: how the heuristic agent turns an instruction, its task-specific memory and the
-// user's clues into task-function parameters (the PUMA pseudo-label policy, reference §5.2, made offline).
+// user's clues into task-function parameters (the PUMA pseudo-label policy, docs/decisions.md §5.2, made offline).
 //
 // Pure functions of their inputs: no model calls besides the embedder passed in, no hidden state, so the agent
 // is deterministic and each rule can be tested on its own. Why each rule exists, and what it was measured to
@@ -26,9 +26,9 @@ struct HeuristicPolicy {
   int search_brand_min_overlap = 2;
   //! and the store needs this many votes.
   int search_brand_min_count = 2;
-  //! recommend: keep only history items of the inferred main category (PUMA's pseudo-label, §5.2; falls back to
-  //! all items when none). Off: SASRec is trained on whole mixed-category sequences, and the whole recent history
-  //! measured 3x better.
+  //! recommend: keep only history items of the inferred main category (PUMA's pseudo-label, docs/decisions.md §5.2;
+  //! falls back to all items when none). Off: SASRec is trained on whole mixed-category sequences, and the whole recent
+  //! history measured 3x better.
   bool recommend_same_category = false;
   //! recommend: the most recent items passed (the tool uses the last 30).
   int recommend_max_items = 30;
@@ -79,7 +79,7 @@ std::string build_search_query(std::string_view instruction, const std::vector<M
 std::string inferred_category(const std::vector<MemoryItem>& memory);
 
 //! The recommendation input: the parent ASINs of the visible history, time order (oldest first), restricted to
-//! the inferred (or clued) category when that leaves any, else all of them (reference D8 (a)); the last
+//! the inferred (or clued) category when that leaves any, else all of them (docs/decisions.md D8 (a)); the last
 //! policy.recommend_max_items. Clued brand or kind items are moved to the end, most recent last.
 std::vector<std::string> build_recommend_sequence(const data::Dataset& ds,
                                                   const std::vector<const data::Behaviour*>& history,

@@ -79,7 +79,7 @@ InterecProfile heuristic_interec_profile(const data::Dataset& ds, data::UserId u
 }
 
 // ------------------------------------------------------------------------------------------------------------
-// Prompts (§4.5, our own words; keys, item ids, tool names and the exact layouts kept)
+// Prompts (docs/decisions.md §4.5, our own words; keys, item ids, tool names and the exact layouts kept)
 // ------------------------------------------------------------------------------------------------------------
 
 std::string interec_system_prompt(env::Track track, int max_steps) {
@@ -484,7 +484,7 @@ std::unique_ptr<env::Agent> InterecAgentFactory::make(const data::Task& task) co
         } catch (const llm::InfraError&) {
           ++delta.n_init_failed;  // the user starts with an empty profile
         }
-        p.expect.clear();  // §4.5: the initial profile has "expect": []
+        p.expect.clear();  // docs/decisions.md §4.5: the initial profile has "expect": []
       }
       lock.lock();
       if (profiles_.emplace(task.user, std::move(p)).second) {

@@ -1,4 +1,4 @@
-// src/agents/interec_agent.h: the InteRecAgent agent `interecagent` (reference §4.5, decision D10): the
+// src/agents/interec_agent.h: the InteRecAgent agent `interecagent` (docs/decisions.md §4.5, decision D10): the
 // function-calling agent (four tools, as fc) with a like / dislike / expect profile per user that is
 // initialized from the user's history, shown in the system prompt, and updated by the LLM after every task.
 //
@@ -35,26 +35,27 @@ namespace pwab::agents {
 inline constexpr std::string_view kInterecPromptsVersion = "pwab-interec-prompts/1";
 //! The `version` of the memory file.
 inline constexpr std::string_view kInterecMemoryVersion = "pwab-interec-memory/1";
-//! Expect keeps at most this many entries, the most recently added (D10).
+//! Expect keeps at most this many entries, the most recently added (docs/decisions.md D10).
 inline constexpr std::size_t kInterecExpectCap = 30;
 //! How long make() waits for an earlier planned task of the same user to reach make() at all before deciding
 //! it is not part of this run (see the file comment).
 inline constexpr double kInterecGraceSeconds = 2.0;
-//! The initialization reads at most this many of the user's `history`-split behaviours, the last ones (§4.5).
+//! The initialization reads at most this many of the user's `history`-split behaviours, the last ones
+//! (docs/decisions.md §4.5).
 inline constexpr std::size_t kInterecInitItems = 200;
 
-//! A user's profile: insertion-ordered lists with set semantics (D10).
+//! A user's profile: insertion-ordered lists with set semantics (docs/decisions.md D10).
 struct InterecProfile {
   std::vector<std::string> like, dislike, expect;
   bool operator==(const InterecProfile&) const = default;
 };
 
-//! The update rule (§4.5 with D10's ordered sets): like = (like − u.dislike) ∪ u.like, dislike =
+//! The update rule (docs/decisions.md §4.5 with D10's ordered sets): like = (like − u.dislike) ∪ u.like, dislike =
 //! (dislike − u.like) ∪ u.dislike, expect ∪= u.expect keeping the last kInterecExpectCap; new entries appended in
 //! their order, duplicates dropped.
 void apply_interec_update(InterecProfile& profile, const InterecProfile& update);
 
-//! The system prompt (§4.5, our own words): the fc opening, "Rules:", 11 rules; the steps rule states
+//! The system prompt (docs/decisions.md §4.5, our own words): the fc opening, "Rules:", 11 rules; the steps rule states
 //! `max_steps` in multi-turn and -1 in single-turn (as the original).
 std::string interec_system_prompt(env::Track track, int max_steps);
 
@@ -68,12 +69,13 @@ std::string interec_memory(const data::Dataset& ds, const data::Task& task, cons
 //! dislike), rating ≤ 2 dislikes it (and takes it out of like), anything else is skipped; expect is empty.
 InterecProfile heuristic_interec_profile(const data::Dataset& ds, data::UserId user);
 
-//! The initialization prompt for one user (§4.5 USER_PROFILE_PROMPT in our own words, per-item blocks exact).
+//! The initialization prompt for one user (docs/decisions.md §4.5 USER_PROFILE_PROMPT in our own words,
+//! per-item blocks exact).
 std::string interec_init_prompt(const data::Dataset& ds, data::UserId user);
-//! The update prompt (§4.5 INTEREC_UPDATE_MEM_PROMPT in our own words; item ids and JSON exact) with the
-//! serialized conversation.
+//! The update prompt (docs/decisions.md §4.5 INTEREC_UPDATE_MEM_PROMPT in our own words; item ids and JSON exact) with
+//! the serialized conversation.
 std::string interec_update_prompt(std::string_view conversation);
-//! messages[1:] serialized as §4.5: "role:content" for user and tool turns, "assistant:" followed by
+//! messages[1:] serialized as docs/decisions.md §4.5: "role:content" for user and tool turns, "assistant:" followed by
 //! "Function(arguments='…', name='…')" or the content for assistant turns; joined with "\n".
 std::string serialize_interec_conversation(const std::vector<llm::Message>& messages);
 
@@ -85,7 +87,7 @@ std::optional<InterecProfile> parse_interec_profile(std::string_view text, bool 
 enum class InterecInit { kLlm, kHeuristic };
 
 struct InterecOptions {
-  int memory_length = 10;  //!< reference D1
+  int memory_length = 10;  //!< docs/decisions.md D1
   int max_steps = 10;      //!< the step budget the multi-turn prompt states
   InterecInit init = InterecInit::kLlm;
   //! The memory file (read on start when present, rewritten after every update); empty = kept in memory only.

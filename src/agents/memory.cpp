@@ -31,7 +31,7 @@ MemoryStrategy parse_memory_strategy(std::string_view s) {
 }
 
 std::string_view memory_header(MemoryStrategy s) {
-  // One opening phrase for all three; only the parenthetical differs (reference §4.2; our own words).
+  // One opening phrase for all three; only the parenthetical differs (docs/decisions.md §4.2; our own words).
   switch (s) {
     case MemoryStrategy::kLast:
       return "\nWhat you know about this user from memory (their latest purchases with reviews, newest first):\n\n";
@@ -125,7 +125,7 @@ std::string baseline_memory(const data::Dataset& ds, const data::Task& task, Mem
 TaskSpecMemory taskspec_memory(const data::Dataset& ds, const data::Task& task, std::string_view predicted_function,
                                const MemoryOptions& options, const embed::Embedder& embedder) {
   TaskSpecMemory out;
-  out.type = env::task_type_of_function(trim(predicted_function));  // D3: only the three exact names
+  out.type = env::task_type_of_function(trim(predicted_function));  // docs/decisions.md D3: only the three exact names
   out.text = std::string(kNoMemory);
   if (!out.type) return out;
   std::vector<const data::Behaviour*> history = ds.visible_history(task);

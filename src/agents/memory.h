@@ -1,5 +1,5 @@
 // src/agents/memory.h: the memory of the GPT function-calling agent: the baselines none / random / last /
-// relevant (reference §4.2) and task-specific memory (§4.6a, the "PUMA (gpt)" row), k items each (D1).
+// relevant (docs/decisions.md §4.2) and task-specific memory (§4.6a, the "PUMA (gpt)" row), k items each (D1).
 //
 // Every strategy reads only the task's visible history (Dataset::visible_history: behaviours strictly before the
 // task, all splits, stored order) and returns the text appended to the end of the agent's system prompt. The
@@ -49,7 +49,7 @@ std::string render_baseline_memory(const data::Dataset& ds, MemoryStrategy s,
                                    const std::vector<const data::Behaviour*>& items);
 
 struct MemoryOptions {
-  int k = 10;  //!< memory length (D1); at least 1
+  int k = 10;  //!< memory length (docs/decisions.md D1); at least 1
   //! What relevance compares the instruction with: the item's pretty_history rendering (the original, default)
   //! or task_memory.h's compact text (cached per behaviour when `cache` is set).
   RelevanceText relevance = RelevanceText::kFull;
@@ -66,7 +66,7 @@ std::string baseline_memory(const data::Dataset& ds, const data::Task& task, Mem
 //! Task-specific memory for a predicted function.
 struct TaskSpecMemory {
   //! The task type the predicted function solves; empty when the prediction names none of the three task
-  //! functions (decision D3: never mapped to review).
+  //! functions (docs/decisions.md D3: never mapped to review).
   std::optional<data::TaskType> type;
   std::vector<MemoryItem> items;  //!< the k most relevant behaviours, best first
   //! render_task_memory(items, type): the three-line header and the items joined with "|"; "none" when the
@@ -74,7 +74,7 @@ struct TaskSpecMemory {
   std::string text;
 };
 
-//! Reference §4.6a: the k visible-history items most relevant to the instruction (as relevant memory), rendered
+//! docs/decisions.md §4.6a: the k visible-history items most relevant to the instruction (as relevant memory), rendered
 //! for the task type of `predicted_function` (surrounding whitespace ignored). An unknown function or an empty
 //! history gives "none", never an error. `embedder` must not be null.
 TaskSpecMemory taskspec_memory(const data::Dataset& ds, const data::Task& task, std::string_view predicted_function,

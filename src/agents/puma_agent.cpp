@@ -101,7 +101,7 @@ class PumaAgent final : public env::Agent {
     llm::ChatRequest req;
     req.model = access_.model;
     req.prompt = factory_.prompt(*task_, dialogue_.function(), memory_, dialogue_.turns());
-    req.temperature = access_.temperature.value_or(0.0);  // §5.4: greedy
+    req.temperature = access_.temperature.value_or(0.0);  // docs/decisions.md §5.4: greedy
     req.max_tokens = access_.max_tokens.value_or(factory_.options().max_new_tokens);
     req.seed = access_.seed;
     llm::ChatResponse r = model_->chat(req);  // llm::InfraError propagates: the runner marks the task errored
@@ -130,7 +130,7 @@ PumaOptions parse_puma_options(const AgentOptions& options) {
   PumaOptions o;
   o.memory = r.memory({"taskspec", "none"}) == "taskspec";
   PumaMemoryOptions& m = o.memory_options;
-  m.k = r.memory_length(100);  // PUMA's own default, not D1's 10
+  m.k = r.memory_length(100);  // PUMA's own default, not D1's 10 (docs/decisions.md)
   m.max_tokens = r.integer("memory_tokens", m.max_tokens, 1, kMaxOptionCount);
   m.relevance = r.relevance(m.relevance);
   r.function_model_or_file(o.function_model, o.function_file);
@@ -145,8 +145,8 @@ bool PumaDialogue::stops_after(const std::string& observation) {
   // The user's answer to a respond comes back as the observation; tool results are not shown (the model was
   // trained on prompts without them), only that the call was made.
   if (last_was_respond_) turns_.push_back({"User", observation});
-  // D3: with a function that names no task tool the agent cannot complete the task; after the one call the
-  // environment answered "Unknown action", it stops instead of asking the model again and again.
+  // docs/decisions.md D3: with a function that names no task tool the agent cannot complete the task; after the one
+  // call the environment answered "Unknown action", it stops instead of asking the model again and again.
   return !turns_.empty() && !env::task_type_of_function(trim(function_));
 }
 

@@ -1,4 +1,4 @@
-// src/agents/puma_agent.h: the PUMA agent `puma` at inference time (reference §4.6b, decisions D1–D3, D9).
+// src/agents/puma_agent.h: the PUMA agent `puma` at inference time (docs/decisions.md §4.6b, decisions D1–D3, D9).
 //
 // Per episode: the task function is predicted once (by default with PUMA's function prompt sent to the run's
 // model), the task-specific memory is built for it (the 100 most relevant visible behaviours, cut to 768
@@ -29,7 +29,8 @@ struct PumaOptions {
   PumaMemoryOptions memory_options{};  //!< k = `--memory-length` (default 100), max_tokens = `memory_tokens`
   FunctionModel function_model = FunctionModel::kPuma;
   std::filesystem::path function_file;  //!< with FunctionModel::kFile
-  int max_new_tokens = 256;       //!< §5.4: max_new_tokens of the parameter (overridden by the run's max_tokens)
+  int max_new_tokens = 256;       //!< docs/decisions.md §5.4: max_new_tokens of the parameter (overridden by the run's
+                                  //!< max_tokens)
   //! A model directory (or tokenizer.model / tokenizer.json) whose tokenizer counts the memory budget; empty =
   //! the approximate LLaMA count.
   std::filesystem::path tokenizer;
@@ -67,8 +68,8 @@ class PumaDialogue {
  public:
   explicit PumaDialogue(std::string function) : function_(std::move(function)) {}
   //! Takes the observation of the previous action (the user's reply after a respond joins the conversation) and
-  //! says whether the agent stops now without asking the model: D3, after the one call a function that names no
-  //! task tool got ("Unknown action").
+  //! says whether the agent stops now without asking the model: docs/decisions.md D3, after the one call a function
+  //! that names no task tool got ("Unknown action").
   bool stops_after(const std::string& observation);
   //! The action for the model's generated text (the parameter after "### Tool Parameter:\n" when a server echoed
   //! the prompt), recorded in the conversation.

@@ -167,7 +167,7 @@ std::string puma_memory(const data::Dataset& ds, const data::Task& task, std::op
   std::vector<MemoryItem> items = relevant_items(ds, task.user, history, task.instruction, embedder, ro);
   TaskMemoryStyle style;
   style.header = false;
-  style.recommend_newest_first = true;  // the newest items survive the cut (§5.2 step 2)
+  style.recommend_newest_first = true;  // the newest items survive the cut (docs/decisions.md §5.2 step 2)
   return counter.truncate(render_task_memory(items, *type, style), options.max_tokens);
 }
 

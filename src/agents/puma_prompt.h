@@ -1,5 +1,5 @@
 // src/agents/puma_prompt.h: PUMA's prompts, memory and output mapping, as ONE code path for the SFT data, the
-// DPO data, offline generation and the runtime `puma` agent (reference §4.6b, §5.1, §5.2; decision D9).
+// DPO data, offline generation and the runtime `puma` agent (docs/decisions.md §4.6b, §5.1, §5.2; decision D9).
 //
 // The training layout of §5.2 is the only template: a first line (our own words), "### Instruction:" directly
 // followed by the instruction (plus the product block for review tasks), a line of two spaces, "Memory: ",
@@ -26,17 +26,17 @@ namespace pwab::agents {
 //! manifests echo it.
 inline constexpr std::string_view kPumaPromptsVersion = "pwab-puma-prompts/1";
 
-//! The function-identification prompt (§5.1 layout, first line ours), ending with "### Tool:\n".
+//! The function-identification prompt (docs/decisions.md §5.1 layout, first line ours), ending with "### Tool:\n".
 std::string puma_function_prompt(std::string_view instruction);
 
-//! The product a review task is about, as the prompt shows it (§4.6b; labels exact, lead-in ours):
+//! The product a review task is about, as the prompt shows it (docs/decisions.md §4.6b; labels exact, lead-in ours):
 //! "\nProduct in question:\nTitle: …\nPrice: …\nStore: …\nMain Category: …\n" (values as Python's str()).
 std::string puma_product_block(const data::Product& product);
 
 //! The instruction part of the parameter prompt: the instruction, then the product block when `type` is review.
 std::string puma_instruction_text(const data::Dataset& ds, const data::Task& task, std::optional<data::TaskType> type);
 
-//! The parameter prompt (§5.2 layout, first line ours), ending with "### Tool Parameter:\n".
+//! The parameter prompt (docs/decisions.md §5.2 layout, first line ours), ending with "### Tool Parameter:\n".
 std::string puma_param_prompt(std::string_view instruction_text, std::string_view memory, std::string_view tool);
 
 //! The text the model generated after a prompt, as the parameter: the part after the last "### Tool
@@ -51,7 +51,7 @@ class TokenCounter {
  public:
   virtual ~TokenCounter() = default;
   //! The longest prefix of `text` that is at most `max_tokens` tokens once the model's BOS token is counted
-  //! (§5.2 step 3: 768 → 767 content tokens). Never splits a UTF-8 character.
+  //! (docs/decisions.md §5.2 step 3: 768 → 767 content tokens). Never splits a UTF-8 character.
   virtual std::string truncate(std::string_view text, int max_tokens) const = 0;
   //! For manifests, e.g. "approximate-llama/1" or "sentencepiece <hash>".
   virtual std::string describe() const = 0;
@@ -68,22 +68,22 @@ int approximate_token_count(std::string_view text);
 std::unique_ptr<TokenCounter> tokenizer_token_counter(std::shared_ptr<const tok::Tokenizer> tokenizer);
 
 struct PumaMemoryOptions {
-  int k = 100;           //!< relevant behaviours retrieved (§5.2: mem_length 100)
-  int max_tokens = 768;  //!< the memory's token budget, BOS included (§5.2: mem_token_length 768)
+  int k = 100;           //!< relevant behaviours retrieved (docs/decisions.md §5.2: mem_length 100)
+  int max_tokens = 768;  //!< the memory's token budget, BOS included (docs/decisions.md §5.2: mem_token_length 768)
   RelevanceText relevance = RelevanceText::kFull;
   const BehaviourVectors* cache = nullptr;  //!< for kCompact
 };
 
 //! PUMA's memory of `task` for the task type `type`: the k most relevant visible behaviours rendered by
 //! render_task_memory (no header, recommend newest first), cut by `counter` to the budget. "none" when the
-//! history is empty, `type` is unset (an unknown function, D3) or k is 0 (no memory: the ablation "w/o
-//! task-specific memory").
+//! history is empty, `type` is unset (an unknown function, docs/decisions.md D3) or k is 0 (no memory: the ablation
+//! "w/o task-specific memory").
 std::string puma_memory(const data::Dataset& ds, const data::Task& task, std::optional<data::TaskType> type,
                         const embed::Embedder& embedder, const PumaMemoryOptions& options,
                         const TokenCounter& counter);
 
-//! Maps a generated parameter to the environment action (§4.6b, D2, D3): "Say: …" → respond with the text,
-//! "stop…" → stop; otherwise by the predicted function's type: search → {"query"}, review → {"review"},
+//! Maps a generated parameter to the environment action (docs/decisions.md §4.6b, D2, D3): "Say: …" → respond with
+//! the text, "stop…" → stop; otherwise by the predicted function's type: search → {"query"}, review → {"review"},
 //! recommend → {"product_sequence"} split on ',' and trimmed, in the given order, empty pieces dropped. A
 //! function naming no task tool becomes an action of that name (the environment answers "Unknown action": a
 //! wrong function, never review).

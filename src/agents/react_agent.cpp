@@ -20,7 +20,7 @@ namespace fs = std::filesystem;
 namespace pwab::agents {
 
 // ------------------------------------------------------------------------------------------------------------
-// Prompts (reference §4.3: the same layout and meaning, in our own words)
+// Prompts (docs/decisions.md §4.3: the same layout and meaning, in our own words)
 // ------------------------------------------------------------------------------------------------------------
 
 namespace {
@@ -331,7 +331,7 @@ class ReactAgent final : public env::Agent {
       req.messages.push_back(llm::Message::user(std::string(kCorrection)));
       req.sample = attempt + 1;
     }
-    // Only the accepted (or the last) reply stays in the conversation, as the raw completion (§4.3).
+    // Only the accepted (or the last) reply stays in the conversation, as the raw completion (docs/decisions.md §4.3).
     messages_.push_back(llm::Message::assistant(text));
     if (parsed.action) {
       step.action = std::move(*parsed.action);
@@ -347,8 +347,8 @@ class ReactAgent final : public env::Agent {
  private:
   enum class Pending { kNothing, kToolResult, kUserReply };
 
-  //! §4.3: one system-only call at the API's default temperature; its text joins the conversation as an
-  //! assistant message. Booked by `reflector_` under role "other"; not a step.
+  //! docs/decisions.md §4.3: one system-only call at the API's default temperature; its text joins the conversation as
+  //! an assistant message. Booked by `reflector_` under role "other"; not a step.
   void reflect() {
     std::string actions;
     for (std::size_t i = 1; i + 1 < messages_.size(); ++i) actions += messages_[i].role + ":" + messages_[i].content + "\n";

@@ -1,4 +1,4 @@
-// src/agents/react_agent.h: the text-protocol agents `react` and `reflection` (reference §4.3; the paper's rows
+// src/agents/react_agent.h: the text-protocol agents `react` and `reflection` (docs/decisions.md §4.3; the paper's rows
 // "ReAct" and "Reflection").
 //
 // No native tools: the system message is the environment's prompt (fc_system_prompt), the tool schemas as JSON
@@ -52,7 +52,7 @@ ReactParse parse_react_reply(std::string_view reply);
 struct ReactOptions {
   bool reflection = false;  //!< the `reflection` agent: a reflection after each user reply
   MemoryStrategy memory = MemoryStrategy::kNone;
-  int memory_length = 10;  //!< reference D1
+  int memory_length = 10;  //!< docs/decisions.md D1
   RelevanceText relevance = RelevanceText::kFull;
   FunctionModel function_model = FunctionModel::kKeywords;  //!< taskspec memory only
   int max_steps = 10;      //!< the step budget the multi-turn prompt states
@@ -74,7 +74,7 @@ class ReactAgentFactory final : public AgentFactory {
 
   std::string name() const override { return options_.reflection ? "reflection" : "react"; }
   std::string config_json() const override;
-  //! Single-turn runs get the loop bound 3 (reference §3.3).
+  //! Single-turn runs get the loop bound 3 (docs/decisions.md §3.3).
   bool react_style() const override { return true; }
   //! Opens the episode's agent model (role agent) and, for reflection, a second one (role other).
   std::unique_ptr<env::Agent> make(const data::Task& task) const override;

@@ -1,4 +1,4 @@
-// src/agents/recmind_agent.h: the RecMind agent `recmind` (reference §4.4): the function-calling agent of §4.2
+// src/agents/recmind_agent.h: the RecMind agent `recmind` (docs/decisions.md §4.4): the function-calling agent of §4.2
 // offered all five tools (the details tool `get_product_details_by_asin` too), with its own prompts and a compact
 // memory of the user's 10 most recent purchases and reviews.
 //
@@ -22,11 +22,11 @@ namespace pwab::agents {
 //! Changes whenever a RecMind prompt's or memory header's wording changes (echoed by config_json()).
 inline constexpr std::string_view kRecMindPromptsVersion = "pwab-recmind-prompts/1";
 
-//! RecMind's system prompt (§4.4, our own words): the fc opening line, "Rules:", then 7 rules (single-turn) or
-//! 12 rules stating the step budget `max_steps` (multi-turn); ends with a newline.
+//! RecMind's system prompt (docs/decisions.md §4.4, our own words): the fc opening line, "Rules:", then 7 rules
+//! (single-turn) or 12 rules stating the step budget `max_steps` (multi-turn); ends with a newline.
 std::string recmind_system_prompt(env::Track track, int max_steps);
 
-//! One memory item in RecMind's compact layout (§4.4, exact):
+//! One memory item in RecMind's compact layout (docs/decisions.md §4.4, exact):
 //! "\nMEMORY <i>:\nProduct:\n- Title: …\n- Parent Asin: …\n- Main Category: …\nReview:\n- Rating: …\n- Text: …\n- Timestamp: …\n".
 std::string recmind_memory_item(const data::Product& product, const data::Review& review, std::size_t i);
 
@@ -38,7 +38,7 @@ std::string_view recmind_memory_header();
 std::string recmind_memory(const data::Dataset& ds, const data::Task& task, int k);
 
 struct RecMindOptions {
-  int memory_length = 10;  //!< reference D1
+  int memory_length = 10;  //!< docs/decisions.md D1
   int max_steps = 10;      //!< the step budget the multi-turn prompt states
 };
 

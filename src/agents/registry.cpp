@@ -1,4 +1,5 @@
-// src/agents/registry.cpp: the table of agents `pwab run` can build (style.md §5: registries are tables).
+// src/agents/registry.cpp: the table of agents `pwab run` can build (docs/decisions.md, code practices §5: registries
+// are tables).
 #include <functional>
 
 #include "agents/agent.h"

@@ -1,4 +1,4 @@
-// src/agents/task_memory.cpp: relevance retrieval over the visible history and the §4.6a renderings.
+// src/agents/task_memory.cpp: relevance retrieval over the visible history and the docs/decisions.md §4.6a renderings.
 #include "agents/task_memory.h"
 
 #include <algorithm>

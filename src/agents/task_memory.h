@@ -1,7 +1,7 @@
-// src/agents/task_memory.h: task-specific memory (reference §4.6a), the memory of the "PUMA (gpt)" row.
+// src/agents/task_memory.h: task-specific memory (docs/decisions.md §4.6a), the memory of the "PUMA (gpt)" row.
 //
-// The k behaviours of the task's visible history (reference §1.9) most similar to the instruction, then only the
-// fields that matter for the task's function: search → title, main category, price, store; recommend → title,
+// The k behaviours of the task's visible history (docs/decisions.md §1.9) most similar to the instruction, then only
+// the fields that matter for the task's function: search → title, main category, price, store; recommend → title,
 // main category, ASIN (re-sorted by time); review → rating and text. The structured items serve the heuristic
 // agent; the rendering is the exact text an LLM agent appends to its system prompt.
 #pragma once
@@ -29,11 +29,11 @@ enum class RelevanceText {
   //! Title, main category, store, category path and review title: about a tenth of kFull, so retrieval stays
   //! cheap; measured as good for the heuristic (the default; a deviation, see docs/agents/heuristic.md).
   kCompact,
-  //! The original's pretty_history rendering of the item (§4.2), numbered by its position.
+  //! The original's pretty_history rendering of the item (docs/decisions.md §4.2), numbered by its position.
   kFull,
 };
 
-//! The original agents' memory item layout (§4.2 pretty_history), numbered `i`, with its blank lines.
+//! The original agents' memory item layout (docs/decisions.md §4.2 pretty_history), numbered `i`, with its blank lines.
 std::string pretty_history(const data::Product& product, const data::Review& review, std::size_t i);
 //! The text of one history item that is embedded for retrieval.
 std::string relevance_text(const data::Product& product, const data::Review& review, std::size_t position,
@@ -58,7 +58,7 @@ class BehaviourVectors {
 };
 
 struct RelevanceOptions {
-  int k = 10;  //!< memory length (reference D1)
+  int k = 10;  //!< memory length (docs/decisions.md D1)
   RelevanceText text = RelevanceText::kCompact;
   //! Optional cache for kCompact texts (null: embed per call).
   const BehaviourVectors* cache = nullptr;
@@ -71,17 +71,19 @@ std::vector<MemoryItem> relevant_items(const data::Dataset& ds, data::UserId use
                                        std::string_view instruction, const embed::Embedder& embedder,
                                        const RelevanceOptions& options = {});
 
-//! One item in the §4.6a layout of `type`: "Title:…\nMain Category:…\nPrice:…\nStore:…\n" (search),
+//! One item in the docs/decisions.md §4.6a layout of `type`: "Title:…\nMain Category:…\nPrice:…\nStore:…\n" (search),
 //! "Title:…\nMain Category:…\nAsin:…\n" (recommend), "Rating:…\nText:…\n" (review); values as Python's str().
 std::string render_memory_item(const MemoryItem& item, data::TaskType type);
 
-//! "- Task type: <type>\n- Complete the task with the <tool> tool\n- Task-specific Memory:\n" (§4.6a; the wording
-//! is the reference's paraphrase).
+//! "- Task type: <type>\n- Complete the task with the <tool> tool\n- Task-specific Memory:\n" (docs/decisions.md §4.6a;
+//! the wording is our paraphrase of the original's).
 std::string task_memory_header(data::TaskType type);
 
 struct TaskMemoryStyle {
-  bool header = true;                   //!< the GPT agent's three-line header (§4.6a); PUMA has none (§4.6b)
-  bool recommend_newest_first = false;  //!< §4.6a sorts recommend items oldest first; PUMA newest first (D9)
+  bool header = true;                   //!< the GPT agent's three-line header (docs/decisions.md §4.6a);
+                                        //!< PUMA has none (§4.6b)
+  bool recommend_newest_first = false;  //!< docs/decisions.md §4.6a sorts recommend items oldest first;
+                                        //!< PUMA newest first (D9)
 };
 
 //! The memory text: the header, then the items rendered for `type` and joined with "|" (recommend items

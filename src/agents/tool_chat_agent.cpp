@@ -29,8 +29,8 @@ void ToolChatAgent::begin(const data::Task& task, const std::string& first_obser
 }
 
 env::AgentStep ToolChatAgent::next(const std::string& observation) {
-  // §3.3: a tool call's result comes back as a tool message; a text reply's answer (the user's, or the
-  // environment's "Error: ..." without a user) as a user message.
+  // docs/decisions.md §3.3: a tool call's result comes back as a tool message; a text reply's answer (the user's, or
+  // the environment's "Error: ..." without a user) as a user message.
   if (pending_ == Pending::kToolResult) {
     llm::Message m = llm::Message::tool(pending_call_id_, observation);
     m.name = pending_call_name_;
@@ -56,8 +56,8 @@ env::AgentStep ToolChatAgent::next(const std::string& observation) {
   llm::Message reply = std::move(r.message);
   reply.role = "assistant";
   if (!reply.tool_calls.empty()) {
-    // §4.1: only the first call is acted on and kept. With ReplyStatus::kInvalidToolArguments its arguments go
-    // to the environment as written, which answers with an Error observation: the model's failure.
+    // docs/decisions.md §4.1: only the first call is acted on and kept. With ReplyStatus::kInvalidToolArguments its
+    // arguments go to the environment as written, which answers with an Error observation: the model's failure.
     reply.tool_calls.resize(1);
     const llm::ToolCall& call = reply.tool_calls[0];
     step.action = {call.name, call.arguments_json};

@@ -1,5 +1,5 @@
 // src/agents/tool_chat_agent.h: the function-calling conversation the fc, recmind and interecagent agents share
-// (reference §3.3, §4.1).
+// (docs/decisions.md §3.3, §4.1).
 //
 // One episode is one conversation: a system message (built by the agent, possibly after an LLM call of its own,
 // e.g. a function prediction) and the first observation as the user message. Every next() sends the conversation

@@ -328,8 +328,8 @@ void add_puma_options(CLI::App& cmd, PumaArgs& a) {
   cmd.add_option("--data", a.data, "Dataset directory")->required();
   cmd.add_option("--out", a.out, "Pipeline directory (created; re-running continues it)")->required();
   cmd.add_option("--preset", a.preset, "tiny (a small model from scratch, minutes), cpu (the CPU experiment: learns "
-                                       "to write queries, < 1 h on 2 cores) or paper (§5 settings, needs "
-                                       "--base-model)")->capture_default_str();
+                                       "to write queries, < 1 h on 2 cores) or paper (the original's settings, "
+                                       "docs/decisions.md §5; needs --base-model)")->capture_default_str();
   cmd.add_option("--base-model", a.base_model, "Hugging Face LLaMA directory to fine-tune (with LoRA)");
   cmd.add_option("--embedder", a.embedder, "Memory retrieval and review rewards: fasttext | minilm:DIR | hashing")
       ->capture_default_str();

@@ -1,7 +1,7 @@
 // src/cli/llm_setup.h: turning `pwab run`'s model flags into chat models, a response cache and a cost ledger.
 //
-// The only place that reads OPENAI_BASE_URL / OPENAI_API_KEY (style.md §7: the environment is read by the
-// front end, never by the libraries).
+// The only place that reads OPENAI_BASE_URL / OPENAI_API_KEY (docs/decisions.md, code practices §7: the environment is
+// read by the front end, never by the libraries).
 #pragma once
 #include <memory>
 #include <optional>

@@ -1,5 +1,6 @@
-// src/construct/construct.h: the construct area's front door (style.md §5): building a PersonalWAB dataset from
-// Amazon Reviews 2023 raw dumps (`pwab build`) and scoring how well its profiles fit (`pwab data consistency`).
+// src/construct/construct.h: the construct area's front door (docs/decisions.md, code practices §5): building a
+// PersonalWAB dataset from Amazon Reviews 2023 raw dumps (`pwab build`) and scoring how well its profiles fit
+// (`pwab data consistency`).
 //
 //   construct::BuildOptions o;  o.review_files = {...};  o.meta_files = {...};
 //   construct::BuildReport r = construct::build_dataset(o, "out/");      // offline, or o.model = an LLM

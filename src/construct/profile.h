@@ -1,4 +1,4 @@
-// src/construct/profile.h: the 11-field user profile of PersonalWAB (reference §1.2), from a user's history.
+// src/construct/profile.h: the 11-field user profile of PersonalWAB (docs/decisions.md §1.2), from a user's history.
 //
 // Two ways: `offline_profile` computes every field by a documented, deterministic statistic of the history
 // (docs/construction.md "Offline profiles"), and `profile_prompt` / `parse_profile_reply` drive an LLM that

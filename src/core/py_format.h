@@ -1,7 +1,7 @@
 // src/core/py_format.h: Python's rendering of scalars and JSON values.
 //
 // The original benchmark shows the LLM strings made by Python's str(), repr() and json.dumps(), so a faithful
-// port renders exactly as Python does (reference §1.9). Everything here is a pure function.
+// port renders exactly as Python does (docs/decisions.md §1.9). Everything here is a pure function.
 #pragma once
 #include <cstdint>
 #include <optional>

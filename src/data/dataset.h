@@ -61,7 +61,7 @@ class Dataset {
   const std::vector<std::pair<std::string, int64_t>>& item_ids() const { return item_ids_; }
 
   //! Behaviours of the task's user strictly earlier than the task (review.timestamp < task.timestamp), all
-  //! splits, stored order kept (reference §1.9). The target behaviour itself is never included.
+  //! splits, stored order kept (docs/decisions.md §1.9). The target behaviour itself is never included.
   std::vector<const Behaviour*> visible_history(const Task& task) const;
   //! Same, for a user at a given time.
   std::vector<const Behaviour*> visible_history(UserId user, int64_t before_timestamp) const;

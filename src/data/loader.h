@@ -1,4 +1,4 @@
-// src/data/loader.h: reads a dataset in the original PersonalWAB layout (reference §1).
+// src/data/loader.h: reads a dataset in the original PersonalWAB layout (docs/decisions.md §1).
 //
 // A dataset directory holds
 //   user_instructions.json                          {"train": [Task...], "test": [Task...]}

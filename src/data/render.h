@@ -1,4 +1,4 @@
-// src/data/render.h: products as the original benchmark shows them to the LLM (reference §2.2, §2.3).
+// src/data/render.h: products as the original benchmark shows them to the LLM (docs/decisions.md §2.2, §2.3).
 //
 // Every field is rendered with Python's str() (lists as ['a', 'b'], None for missing values) and the details
 // with json.dumps (ensure_ascii, ", " / ": " separators, key order kept), exactly as the original does.

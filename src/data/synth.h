@@ -29,7 +29,7 @@ struct SynthOptions {
   int n_products = 0;
   double train_tasks_per_user = 6.896;  //!< 6,896 train instructions for 1,000 users
   double test_tasks_per_user = 2.174;   //!< 2,174 test instructions for 1,000 users
-  double test_share_search = 0.32;      //!< test type mix (reference §1.5): 32% search,
+  double test_share_search = 0.32;      //!< test type mix (docs/decisions.md §1.5): 32% search,
   double test_share_recommend = 0.35;   //!< 35% recommend, the rest (33%) review
 };
 

@@ -1,6 +1,6 @@
 // src/data/types.h: the PersonalWAB records: products, users (profile + behaviours) and tasks.
 //
-// Field names follow the original JSON files (reference §1). Numbers that the LLM later sees through Python's
+// Field names follow the original JSON files (docs/decisions.md §1). Numbers that the LLM later sees through Python's
 // str() keep their JSON type (py::Scalar), so 5 and 5.0 stay distinguishable.
 #pragma once
 #include <cstdint>
@@ -40,7 +40,7 @@ struct Product {
   py::Scalar rating_number;            //!< int, None when missing
   std::vector<std::string> features;
   std::vector<std::string> description;
-  py::Scalar price;                    //!< float, int, str or None: the data varies (reference §1.4)
+  py::Scalar price;                    //!< float, int, str or None: the data varies (docs/decisions.md §1.4)
   std::optional<std::string> store;    //!< null in some records
   std::vector<std::string> categories;
   //! The `details` value as JSON text with its key order kept: an object (usually) or a string.
@@ -69,7 +69,7 @@ struct Behaviour {
   bool operator==(const Behaviour&) const = default;
 };
 
-//! The 11 profile fields, in their file order (reference §1.2).
+//! The 11 profile fields, in their file order (docs/decisions.md §1.2).
 inline constexpr std::string_view kProfileFields[] = {
     "Gender", "Age", "Occupation", "Price Sensitivity", "Shopping Interest", "Brand Preference",
     "Diversity Preference", "Interaction Complexity", "Tone and Style", "Item Reference", "Focus Aspect"};

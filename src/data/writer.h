@@ -15,7 +15,7 @@ struct WriteOptions {
 //! Writes every file of the dataset into `dir` (created if needed); files are written atomically.
 void write_dataset(const Dataset& ds, const std::filesystem::path& dir, const WriteOptions& options = {});
 
-//! One product as the JSON object the original files hold (field order of reference §1.4).
+//! One product as the JSON object the original files hold (field order of docs/decisions.md §1.4).
 std::string product_json(const Product& p);
 
 }  // namespace pwab::data

@@ -2,7 +2,7 @@
 //
 // Loads a Hugging Face BERT model directory (config.json, model.safetensors or a sharded
 // model.safetensors.index.json, vocab.txt) and embeds texts as the original PersonalWAB does for review scoring
-// and relevant memory (reference §3.1, §10 D5): uncased WordPiece (wordpiece.h) truncated at 512 tokens, the
+// and relevant memory (docs/decisions.md §3.1, D5): uncased WordPiece (wordpiece.h) truncated at 512 tokens, the
 // BERT encoder, mean pooling of the last hidden state over the attention mask, L2 normalization. Any BERT-shaped
 // model works (sizes come from config.json); the tensor names are BertModel's, with or without a "bert." prefix.
 #pragma once

@@ -1,7 +1,7 @@
 // src/embed/wordpiece.h: BERT's tokenizer (BasicTokenizer + WordPiece) for the sentence encoders.
 //
 // Follows Hugging Face's BertTokenizerFast, which is what AutoTokenizer gives for all-MiniLM-L6-v2 and hence what
-// the original PersonalWAB scored reviews with (reference §3.1):
+// the original PersonalWAB scored reviews with (docs/decisions.md §3.1):
 //  1. the vocabulary's special tokens ([CLS], [SEP], [PAD], [UNK], [MASK]) written literally in the text are
 //     matched first, in the raw text, and become those tokens;
 //  2. clean: NUL, U+FFFD and control/format/unassigned characters (Unicode C*, except tab, LF, CR) are dropped,

@@ -35,7 +35,7 @@ Reward score_attempt(const data::Dataset& ds, const data::Task& task, std::strin
   if (output.kind == ToolOutput::Kind::kError) return r;
   r.function_acc = function == task_function(task.type) ? 1.0 : 0.0;
   // Like the original, result accuracy is computed whatever the function; aggregation ignores wrong-function
-  // attempts (reference §3.1, §3.2).
+  // attempts (docs/decisions.md §3.1, §3.2).
   if (output.kind == ToolOutput::Kind::kResults) {
     r.result_acc = rank_score(output.results, ds.product(task.target_product).parent_asin);
   } else if (output.kind == ToolOutput::Kind::kReview && task.type == data::TaskType::kReview) {
@@ -150,7 +150,7 @@ ToolOutput Environment::run_recommend(const std::vector<std::string>& sequence) 
 }
 
 ToolOutput Environment::render_ranked(const std::vector<std::string>& asins, std::string_view header) const {
-  // The two tools lay results out slightly differently (reference §2.3.1, §2.3.2): `header` holds the layout,
+  // The two tools lay results out slightly differently (docs/decisions.md §2.3.1, §2.3.2): `header` holds the layout,
   // with {} standing for the 0-based rank.
   auto brace = header.find("{}");
   ToolOutput out{ToolOutput::Kind::kResults, {}, {}};

@@ -1,4 +1,4 @@
-// src/env/environment.h: the PersonalWAB web environment an agent acts on (reference §2.1, §3.1).
+// src/env/environment.h: the PersonalWAB web environment an agent acts on (docs/decisions.md §2.1, §3.1).
 //
 // An Environment holds the read-only services (dataset, search, recommender, embedder) and is shared by every
 // episode; a Session is one episode of one task: reset() gives the first observation, step() executes one
@@ -87,10 +87,10 @@ struct ActionRecord {
 };
 
 //! Result accuracy of a ranked list: 1 − (p − 1)/N for the first result containing the target ASIN at 1-based
-//! rank p among N results (N is the actual count); 0 if absent or empty (decision D4).
+//! rank p among N results (N is the actual count); 0 if absent or empty (docs/decisions.md D4).
 double rank_score(const std::vector<std::string>& results, std::string_view target_asin);
 
-//! The reward of one task-function call, a pure function of the task and the raw output (reference §3.1):
+//! The reward of one task-function call, a pure function of the task and the raw output (docs/decisions.md §3.1):
 //! function accuracy 1 iff `function` solves the task's type; result accuracy by rank for search and
 //! recommendation outputs, by embedding cosine with the true review for review outputs. An error output scores
 //! [0, 0].
@@ -142,7 +142,7 @@ class Session {
 
   //! The first user message: "USER <user_id>: <instruction>", plus the product for review tasks.
   std::string reset();
-  //! Executes one action (reference §2.1): respond goes to the user; the three task functions end the episode
+  //! Executes one action (docs/decisions.md §2.1): respond goes to the user; the three task functions end the episode
   //! and are scored; stop and the details tool do not end it (the agent loop decides); anything else is
   //! "Unknown action <name>".
   StepResult step(const Action& action);

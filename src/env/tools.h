@@ -1,4 +1,4 @@
-// src/env/tools.h: the web functions an agent can call, with their OpenAI tool schemas (reference §2.3).
+// src/env/tools.h: the web functions an agent can call, with their OpenAI tool schemas (docs/decisions.md §2.3).
 //
 // Names, parameter keys, types and `required` lists are the original's; descriptions are our own words.
 // Agents and prompts read this table; the environment validates arguments against it.
@@ -42,12 +42,13 @@ const ToolSpec* find_tool(std::string_view name);
 
 //! The task function that solves a task type (search → search_product_by_query, ...).
 std::string_view task_function(data::TaskType type);
-//! The task type a task function solves; nullopt for any other name (never mapped to review: decision D3).
+//! The task type a task function solves; nullopt for any other name (never mapped to review: docs/decisions.md D3).
 std::optional<data::TaskType> task_type_of_function(std::string_view name);
 
 //! One tool's schema in the OpenAI format {"type": "function", "function": {name, description, parameters}}.
 std::string tool_schema_json(const ToolSpec& tool);
-//! A JSON array of the schemas an agent is offered. The details tool is offered only to RecMind (§2.3.4).
+//! A JSON array of the schemas an agent is offered. The details tool is offered only to RecMind
+//! (docs/decisions.md §2.3.4).
 std::string tools_json(bool include_product_details);
 
 }  // namespace pwab::env

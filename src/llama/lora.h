@@ -46,7 +46,7 @@ struct LoraConfig {
   static LoraConfig from_file(const std::filesystem::path& adapter_config_json);
 };
 
-//! The original PUMA training's modules_to_save (reference §5.3).
+//! The original PUMA training's modules_to_save (docs/decisions.md §5.3).
 inline const std::vector<std::string> kPumaModulesToSave{"embed_tokens", "lm_head", "input_layernorm",
                                                           "post_attention_layernorm", "norm"};
 

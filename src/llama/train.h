@@ -28,7 +28,7 @@ enum class Padding { kRight, kLeft };
 struct TokenBatch {
   torch::Tensor input_ids;
   torch::Tensor attention_mask;  //!< 1 on tokens, 0 on padding
-  torch::Tensor loss_mask;       //!< 1 on target tokens only: prompt and padding are never labels (decision D6)
+  torch::Tensor loss_mask;       //!< 1 on target tokens only: never on prompt or padding (docs/decisions.md D6)
 };
 
 //! prompt + target per row, padded with `pad_id` to the longest row; rows longer than `max_length` (0 = no limit)

@@ -40,7 +40,7 @@ struct Message {
 };
 
 //! A chat completions request. Unset optionals are left out of the request, so the API's defaults apply (the
-//! original's Reflection call relies on the default temperature, reference §4.1).
+//! original's Reflection call relies on the default temperature, docs/decisions.md §4.1).
 struct ChatRequest {
   std::string model;
   std::vector<Message> messages;

@@ -71,7 +71,7 @@ struct EndpointFlags {
   std::string api_key;
 };
 //! OPENAI_BASE_URL and OPENAI_API_KEY as the CLI read them ("" = unset). The library never reads the
-//! environment itself (style.md §7).
+//! environment itself (docs/decisions.md, code practices §7).
 struct EndpointEnv {
   std::string base_url;
   std::string api_key;

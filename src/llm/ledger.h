@@ -36,7 +36,7 @@ struct Price {
 //! entry). File format (docs/llm.md): {"models": {"<name>": {"prompt": <$ per 1M>, "completion": <$ per 1M>}}}.
 class PriceTable {
  public:
-  //! The built-in table (src/llm/default_prices.json: the original's prices, reference §4.1).
+  //! The built-in table (src/llm/default_prices.json: the original's prices, docs/decisions.md §4.1).
   static PriceTable builtin();
   //! Reads a price file; DataError naming the file and the entry on any problem.
   static PriceTable load(const std::filesystem::path& file);

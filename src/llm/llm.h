@@ -1,5 +1,5 @@
-// src/llm/llm.h: the llm area's front door (style.md §5): chat models behind one interface, the
-// OpenAI-compatible client, the record/replay cache, the cost ledger and the OpenAI embedder.
+// src/llm/llm.h: the llm area's front door (docs/decisions.md, code practices §5): chat models behind one interface,
+// the OpenAI-compatible client, the record/replay cache, the cost ledger and the OpenAI embedder.
 //
 //   auto endpoint = std::make_shared<llm::Endpoint>(llm::resolve_endpoint(flags, env));
 //   auto http = std::make_shared<llm::HttpChatModel>(endpoint);

@@ -1,5 +1,5 @@
-// src/metrics/aggregate.cpp: the §3.2 aggregation, the percentile bootstrap, the paired comparison, and pass^k
-// and flip rates over repeated trials.
+// src/metrics/aggregate.cpp: the docs/decisions.md §3.2 aggregation, the percentile bootstrap, the paired comparison,
+// and pass^k and flip rates over repeated trials.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -14,7 +14,7 @@
 namespace pwab::metrics {
 namespace {
 
-// What one task contributes to its group: its §3.2 score and its step count.
+// What one task contributes to its group: its docs/decisions.md §3.2 score and its step count.
 struct Row {
   double f = 0;
   double r = 0;
@@ -28,8 +28,8 @@ struct Means {
   double steps = 0;
 };
 
-// Accumulates sums and applies the §3.2 division and zero rule: all three are 0 when the group has no tasks
-// or its steps add up to 0 (the original tests `total_count == 0 or interactions == 0`).
+// Accumulates sums and applies the docs/decisions.md §3.2 division and zero rule: all three are 0 when the group has no
+// tasks or its steps add up to 0 (the original tests `total_count == 0 or interactions == 0`).
 struct Sums {
   double f = 0;
   double r = 0;

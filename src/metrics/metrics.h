@@ -1,5 +1,5 @@
 // src/metrics/metrics.h: the benchmark's scores (F. Acc, R. Acc, Avg. Steps) per task type and overall,
-// aggregated exactly as the original calculate_statistics (reference §3.2), with percentile-bootstrap
+// aggregated exactly as the original calculate_statistics (docs/decisions.md §3.2), with percentile-bootstrap
 // confidence intervals, a paired comparison of two runs, and the table / Markdown / CSV / JSON renderings.
 // Runs with several trials per task (`pwab run --trials N`) also get tau-bench's pass^k and flip rates.
 //
@@ -18,7 +18,7 @@
 
 namespace pwab::metrics {
 
-//! One terminal scored attempt: a call of one of the three task functions, scored by §3.1.
+//! One terminal scored attempt: a call of one of the three task functions, scored by docs/decisions.md §3.1.
 struct Attempt {
   double function_acc = 0;  //!< 1 when the function matches the task type, else 0
   double result_acc = 0;    //!< rank score or review similarity; may be set even for a wrong function
@@ -39,7 +39,7 @@ struct TaskScore {
   double r = 0;
 };
 
-//! The §3.2 per-task rule:
+//! The docs/decisions.md §3.2 per-task rule:
 //!  - no attempts is treated as the single attempt [0, 0] (the original replaces empty lists by [0]);
 //!  - valid attempts are those with function_acc == 1 (the right function); wrong-function attempts are
 //!    ignored whatever their result_acc;
@@ -75,9 +75,9 @@ struct BootstrapOptions {
 inline std::size_t type_index(data::TaskType t) { return static_cast<std::size_t>(t); }
 
 //! When a trial passes, for pass^k and flip rates. PersonalWAB's R is continuous, so a pass is: the trial's
-//! §3.2 task score has F = 1, R > 0 and R ≥ the threshold of the task's type. The defaults (docs/metrics.md
-//! "Pass"): search and recommendation 0, i.e. the target is somewhere in the returned list (hit@top_k);
-//! review 0.5, a similarity reached by about half of the paper's strong agents' reviews (MiniLM scale).
+//! docs/decisions.md §3.2 task score has F = 1, R > 0 and R ≥ the threshold of the task's type. The defaults
+//! (docs/metrics.md "Pass"): search and recommendation 0, i.e. the target is somewhere in the returned list
+//! (hit@top_k); review 0.5, a similarity reached by about half of the paper's strong agents' reviews (MiniLM scale).
 struct PassRule {
   std::array<double, 3> threshold = {0.0, 0.0, 0.5};  //!< indexed by type_index()
 
@@ -124,9 +124,9 @@ struct Summary {
 };
 
 //! Aggregates a run. Per group: F. Acc = ΣF / n, R. Acc = ΣR / n, Avg. Steps = Σsteps / n over the group's n
-//! (task, trial) outcomes, with the §3.2 zero rule: all three are 0 when the group has no outcomes or its total
-//! steps are 0. With every task run N times this is the mean over tasks of the per-task mean over trials. Each
-//! bootstrap resample draws the group's tasks with replacement (a drawn task brings all its trials) and applies
+//! (task, trial) outcomes, with the docs/decisions.md §3.2 zero rule: all three are 0 when the group has no outcomes or
+//! its total steps are 0. With every task run N times this is the mean over tasks of the per-task mean over trials.
+//! Each bootstrap resample draws the group's tasks with replacement (a drawn task brings all its trials) and applies
 //! the same rule; the overall group resamples all tasks. Deterministic for a given seed. `trials` holds pass^k
 //! and flip rates under `rule`, their intervals from the same kind of resampling (a separate random stream).
 //! DataError when a (task_key, trial) occurs twice.
@@ -158,8 +158,8 @@ struct Comparison {
   BootstrapOptions bootstrap;
 };
 
-//! Pairs the tasks of two runs by task_key and, per group, computes each run's §3.2 value on the paired
-//! tasks and the difference b − a. A task run several times enters with its per-trial mean F, R and steps
+//! Pairs the tasks of two runs by task_key and, per group, computes each run's docs/decisions.md §3.2 value on the
+//! paired tasks and the difference b − a. A task run several times enters with its per-trial mean F, R and steps
 //! (trials are exchangeable, so pairing trial i with trial i would be arbitrary); runs with different numbers
 //! of trials compare this way too. The interval resamples paired tasks (the same draw for both runs) and
 //! recomputes the difference. Throws pwab::DataError when a (task_key, trial) occurs twice within one run.
@@ -186,7 +186,7 @@ std::string format_diff(const Cell& cell);
 //! rendering adds the repeated-trials figures: the table and Markdown a second table with rows pass^1..pass^N,
 //! flip rate and mixed tasks; CSV rows with metrics pass^k, flip_rate, mixed; JSON a "trials" object.
 std::string format_table(const Summary& summary, std::string_view title, Track track = Track::kMultiTurn);
-//! The same as a Markdown table (the leaderboard layout of reference §6.3) plus a line of task counts.
+//! The same as a Markdown table (the leaderboard layout of docs/decisions.md §6.3) plus a line of task counts.
 std::string format_markdown(const Summary& summary, std::string_view title, Track track = Track::kMultiTurn);
 //! Header `group,metric,value,ci_low,ci_high,n_tasks`, then one row per group × metric; groups search,
 //! recommend, review, overall; metrics f_acc, r_acc, avg_steps; numbers in shortest round-trip form.

@@ -46,7 +46,7 @@ std::vector<metrics::TaskOutcome> read_fast_test_scores(const fs::path& eval_dir
     auto type = data::parse_task_type(j["type"].get<std::string>());
     if (!type) throw DataError(file.string() + ":" + std::to_string(line_no) + ": unknown task type");
     t.type = *type;
-    // the fast test's one attempt; a wrong function is an attempt with F = 0, which §3.2 scores 0
+    // the fast test's one attempt; a wrong function is an attempt with F = 0, which docs/decisions.md §3.2 scores 0
     t.attempts.push_back({j.value("f", 0.0), j.value("r", 0.0)});
     t.steps = 1;
     t.trial = trial;

@@ -12,7 +12,8 @@
 //                 {"train": [...], "test": [...]} of {"instruction", "prompt", "chosen", "rejected"}
 //
 // The prompt is the whole raw prompt of pwab's template and the completion the text after it; the engines must add
-// no chat template (LLaMA-Factory: `template: empty`) and end the completion with EOS, as pwab trains (D6).
+// no chat template (LLaMA-Factory: `template: empty`) and end the completion with EOS, as pwab trains (D6 in
+// docs/decisions.md).
 #pragma once
 #include <filesystem>
 #include <string>
@@ -32,9 +33,10 @@ ExportFormat parse_export_format(std::string_view text);
 
 //! What a pipeline directory holds for training elsewhere.
 struct TrainingData {
-  std::vector<Example> function_train, function_test;  //!< function identification (§5.1)
-  std::vector<Example> param_train, param_test;        //!< parameters (§5.2)
-  std::vector<PreferenceExample> dpo_train, dpo_test;  //!< preference pairs (§5.5), when the score step ran
+  std::vector<Example> function_train, function_test;  //!< function identification (docs/decisions.md §5.1)
+  std::vector<Example> param_train, param_test;        //!< parameters (docs/decisions.md §5.2)
+  std::vector<PreferenceExample> dpo_train, dpo_test;  //!< preference pairs (docs/decisions.md §5.5), when the score
+                                                       //!< step ran
   std::vector<std::string> dpo_train_instructions, dpo_test_instructions;  //!< the pairs' instructions
 };
 

@@ -1,5 +1,5 @@
 // src/puma/model.h: a PUMA model — a LLaMA-architecture decoder with its tokenizer — as the training pipeline
-// and the local backend use it: open or create, generate text, SFT, DPO, save (reference §5.3–§5.5, D6, D7).
+// and the local backend use it: open or create, generate text, SFT, DPO, save (docs/decisions.md §5.3–§5.5, D6, D7).
 //
 // The header is torch-free so the pipeline and the CLI compile fast; everything torch lives in model.cpp. Text
 // goes in and out: prompts are encoded with BOS, targets end with EOS, and only target tokens are labels (D6).
@@ -206,9 +206,9 @@ class PumaModel {
   int64_t last_prompt_tokens() const;
   int64_t last_generated_tokens() const;
 
-  //! Supervised fine-tuning on `train` (loss on target tokens only, D6), checkpointing into `work_dir` and
-  //! resuming from its checkpoint; eval loss on `eval` at the end (and every eval_every steps). The loss curve
-  //! goes to work_dir/curve.jsonl (one JSON object a point: step, epoch, kind "train" or "eval", loss, lr,
+  //! Supervised fine-tuning on `train` (loss on target tokens only, docs/decisions.md D6), checkpointing into
+  //! `work_dir` and resuming from its checkpoint; eval loss on `eval` at the end (and every eval_every steps). The loss
+  //! curve goes to work_dir/curve.jsonl (one JSON object a point: step, epoch, kind "train" or "eval", loss, lr,
   //! grad_norm, tokens_per_s). With options.lora the adapter is saved (adapter_dir) and merged into the weights
   //! afterwards, so save() writes a plain model.
   TrainReport sft(const std::vector<TrainPair>& train, const std::vector<TrainPair>& eval,

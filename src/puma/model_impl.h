@@ -28,7 +28,7 @@ struct PumaModel::Impl {
   std::vector<int32_t> prompt_ids(const std::string& prompt) const { return tokenizer->encode(prompt, true, false); }
   std::vector<int32_t> target_ids(const std::string& target) const {
     std::vector<int32_t> ids = tokenizer->encode(target, false, false);
-    ids.push_back(tokenizer->eos_id());  // the EOS that ends a target is a trained label (D6)
+    ids.push_back(tokenizer->eos_id());  // the EOS that ends a target is a trained label (docs/decisions.md D6)
     return ids;
   }
   std::vector<llama::SequencePair> encode_pairs(const std::vector<TrainPair>& pairs) const {

@@ -606,7 +606,7 @@ void sample_step(PipelineRun& run) {
   run.steps.mark("sample", sample_dir, run.settings);
 }
 
-// Each task's candidates executed in the environment; best vs worst is the pair, ties give none (D7).
+// Each task's candidates executed in the environment; best vs worst is the pair, ties give none (docs/decisions.md D7).
 CandidateStats score_samples(const PipelineRun& run, const fs::path& candidates, const fs::path& params,
                              const fs::path& pairs_out) {
   CandidateStats stats;

@@ -1,4 +1,4 @@
-// src/puma/pipeline.h: PUMA's whole training pipeline as resumable steps (reference §5; D6–D9):
+// src/puma/pipeline.h: PUMA's whole training pipeline as resumable steps (docs/decisions.md §5; D6–D9):
 //
 //   tokenizer (from-scratch presets only) → prepare → sft → eval-sft ┬→ sample → score → dpo → eval-dpo
 //                                                                     └→ rl → eval-rl
@@ -118,8 +118,8 @@ struct PipelineOptions {
   //! short memory, SFT long enough to learn to write queries, and a gentle DPO on LoRA adapters; the full
   //! synthetic dataset end to end in under an hour on 2 cores.
   static PipelineOptions cpu_preset();
-  //! The paper's settings for a LLaMA-2-7B base (§5.3, §5.5): LoRA r16/α32 with modules_to_save, SFT 10 epochs
-  //! lr 3e-4 (the script; the paper's text says 4e-3) batch 1 × 16, DPO 5 epochs lr 5e-5 batch 1 × 16, β 0.1,
+  //! The paper's settings for a LLaMA-2-7B base (docs/decisions.md §5.3, §5.5): LoRA r16/α32 with modules_to_save, SFT
+  //! 10 epochs lr 3e-4 (the script; the paper's text says 4e-3) batch 1 × 16, DPO 5 epochs lr 5e-5 batch 1 × 16, β 0.1,
   //! max length 1024 with prompts cut to 768, 10 beams at temperature 1.5, 768-token memory of 100 behaviours.
   static PipelineOptions paper_preset();
   //! The preset of this name ("tiny", "cpu", "paper"); UsageError otherwise.
@@ -145,7 +145,7 @@ struct PipelineContext {
 struct CandidateStats {
   int tasks = 0;
   int pairs = 0;
-  int tie_tasks = 0;           //!< tasks whose candidates all scored the same (D7: no pair)
+  int tie_tasks = 0;           //!< tasks whose candidates all scored the same (docs/decisions.md D7: no pair)
   double mean_distinct = 0;    //!< distinct candidates per task
   double mean_best = 0;        //!< mean of each task's best score
   double mean_worst = 0;
@@ -163,7 +163,7 @@ struct PipelineReport {
   FastTestResult rl;
   bool have_sft = false, have_dpo = false, have_rl = false;
   int preference_pairs = 0;
-  int tie_tasks = 0;  //!< train tasks whose candidates all scored the same (D7: no pair)
+  int tie_tasks = 0;  //!< train tasks whose candidates all scored the same (docs/decisions.md D7: no pair)
   CandidateStats candidates;  //!< train tasks
   std::vector<std::string> skipped_steps;  //!< done before with the same settings
   std::vector<std::string> ran_steps;
@@ -184,9 +184,9 @@ PipelineReport run_pipeline(const PipelineContext& context, const PipelineOption
                             const std::string& until = "");
 
 //! The fast test of a model on test tasks: functions by the function prompt (or from options.function_file),
-//! parameters by the runtime agent's prompt for the predicted function (D9), greedy. Writes functions.json and
-//! params.json into `dir` (the original's `{instruction: [text]}` files), scores.jsonl (one line a task: task,
-//! type, function, f, r) and fast_test.json, and returns the result.
+//! parameters by the runtime agent's prompt for the predicted function (docs/decisions.md D9), greedy. Writes
+//! functions.json and params.json into `dir` (the original's `{instruction: [text]}` files), scores.jsonl (one line a
+//! task: task, type, function, f, r) and fast_test.json, and returns the result.
 FastTestResult evaluate_model(PumaModel& model, const PipelineContext& context, const PipelineOptions& options,
                               const std::vector<const data::Task*>& tasks, const std::filesystem::path& dir);
 

@@ -16,7 +16,8 @@ namespace {
 
 using nlohmann::json;
 
-// The §5.2 memory without the token cut (what the LLM labeler reads) and with it (what the prompt carries).
+// The memory of docs/decisions.md §5.2 without the token cut (what the LLM labeler reads) and with it (what the
+// prompt carries).
 struct TaskMemory {
   std::string full, cut;
 };
@@ -99,7 +100,7 @@ std::string recommend_label(const data::Dataset& ds, const data::Task& task, con
   std::vector<std::string>* chosen = &same;
   if (same.empty()) {
     if (options.recommend_fallback == RecommendFallback::kSkip || any.empty()) return {};
-    chosen = &any;  // D8 (a): never the target's own ASIN
+    chosen = &any;  // docs/decisions.md D8 (a): never the target's own ASIN
     if (fallback) *fallback = true;
   }
   std::size_t n = std::min(chosen->size(), static_cast<std::size_t>(std::max(1, options.recommend_length)));

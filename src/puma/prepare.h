@@ -1,4 +1,4 @@
-// src/puma/prepare.h: PUMA's training data from a dataset's tasks (reference §5.1, §5.2; decisions D8, D9).
+// src/puma/prepare.h: PUMA's training data from a dataset's tasks (docs/decisions.md §5.1, §5.2; decisions D8, D9).
 //
 // Two example sets, both built with the prompt code the runtime agent uses (agents/puma_prompt.h), so training
 // and inference see the same text:
@@ -33,14 +33,14 @@ struct Example {
   std::string memory;       //!< parameter examples: the memory as cut into the prompt ("" for function examples)
 };
 
-//! D8: what a recommendation label is when the visible history has nothing of the target's category.
+//! docs/decisions.md D8: what a recommendation label is when the visible history has nothing of the target's category.
 enum class RecommendFallback {
   kRecent,  //!< the most recent visible behaviours of any category (up to 30, time order); skipped when none
   kSkip,    //!< no parameter example for the task
 };
 
 struct PrepareOptions {
-  agents::PumaMemoryOptions memory{};  //!< k = 100, 768 tokens (§5.2)
+  agents::PumaMemoryOptions memory{};  //!< k = 100, 768 tokens (docs/decisions.md §5.2)
   RecommendFallback recommend_fallback = RecommendFallback::kRecent;
   int recommend_length = 30;
 };
@@ -49,8 +49,9 @@ struct PrepareOptions {
 struct PrepareReport {
   int tasks = 0;
   int examples = 0;
-  int recommend_fallbacks = 0;  //!< labels taken by the D8 fallback
-  int skipped = 0;              //!< tasks without an example (D8 skip, or no visible history for a fallback)
+  int recommend_fallbacks = 0;  //!< labels taken by the docs/decisions.md D8 fallback
+  int skipped = 0;              //!< tasks without an example (docs/decisions.md D8 skip, or no visible history for a
+                                //!< fallback)
   int search_labels_llm = 0;
   int search_labels_heuristic = 0;
 };
@@ -61,8 +62,8 @@ using SearchLabeler = std::function<std::string(const data::Task& task, std::str
 //! The heuristic agent's query for the task (its instruction descriptors; docs/agents/heuristic.md).
 SearchLabeler heuristic_search_labeler(const data::Dataset& ds, const embed::Embedder& embedder);
 
-//! §5.2's pseudo-labeler: a system-only chat request (our wording of its rules, then the instruction, the memory
-//! and the tool) at temperature 0; the reply, trimmed, is the label. `model` must outlive the labeler.
+//! docs/decisions.md §5.2's pseudo-labeler: a system-only chat request (our wording of its rules, then the instruction,
+//! the memory and the tool) at temperature 0; the reply, trimmed, is the label. `model` must outlive the labeler.
 SearchLabeler llm_search_labeler(llm::ChatModel& model, std::string model_name);
 //! The labeler's prompt text for one task.
 std::string search_label_prompt(std::string_view instruction, std::string_view full_memory);
@@ -70,9 +71,9 @@ std::string search_label_prompt(std::string_view instruction, std::string_view f
 //! Function-identification examples of a split, in task order.
 std::vector<Example> function_examples(const data::Dataset& ds, data::Split split);
 
-//! The recommendation label of `task` (§5.2, D8): the parent ASINs of the visible history with the target's main
-//! category, stored order, the last `length`, joined with ", ". Empty when none; `fallback` is set when the D8
-//! (a) rule supplied it.
+//! The recommendation label of `task` (docs/decisions.md §5.2, D8): the parent ASINs of the visible history with the
+//! target's main category, stored order, the last `length`, joined with ", ". Empty when none; `fallback` is set when
+//! the D8 (a) rule supplied it.
 std::string recommend_label(const data::Dataset& ds, const data::Task& task, const PrepareOptions& options,
                             bool* fallback);
 

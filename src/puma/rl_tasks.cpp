@@ -60,7 +60,7 @@ class MultiTurnEpisode final : public RlEpisode {
     if (!dialogue_) return agents::puma_function_prompt(task_.instruction);
     while (!episode_->finished()) {
       if (!dialogue_->stops_after(observation_)) return prompt();
-      env::AgentStep stop;  // the agent stops without asking the model (D3)
+      env::AgentStep stop;  // the agent stops without asking the model (docs/decisions.md D3)
       stop.action = {std::string(env::kStop), "{}"};
       observation_ = episode_->step(stop).result.observation;
     }

@@ -44,7 +44,7 @@ RolloutReward rollout_reward(const env::Environment& env, const data::Task& task
   RolloutReward out;
   out.function = agents::puma_function_from_completion(function);
   out.parameter = agents::puma_generated_part(parameter, "### Tool Parameter:\n");
-  if (env::task_type_of_function(out.function) != task.type) return out;  // D3: only the exact tool
+  if (env::task_type_of_function(out.function) != task.type) return out;  // docs/decisions.md D3: only the exact tool
   out.function_acc = 1;
   out.result_acc = score_parameter(env, task, task.type, out.parameter);
   return out;
@@ -75,7 +75,7 @@ std::optional<PreferencePair> preference_pair(const ScoredCandidates& scored) {
     if (scored.scores[i] > scored.scores[best]) best = i;    // the first of the highest
     if (scored.scores[i] <= scored.scores[worst]) worst = i;  // the last of the lowest
   }
-  if (scored.scores[best] == scored.scores[worst]) return std::nullopt;  // D7: ties give no pair
+  if (scored.scores[best] == scored.scores[worst]) return std::nullopt;  // docs/decisions.md D7: ties give no pair
   return PreferencePair{scored.candidates[best], scored.candidates[worst], scored.scores[best], scored.scores[worst]};
 }
 
@@ -136,7 +136,7 @@ FastTestResult fast_test_candidates(const env::Environment& env, const std::vect
     auto param = parameters.find(task->instruction);
     if (fn != functions.end() && !fn->second.empty()) t.function = std::string(trim(fn->second.front()));
     if (fn != functions.end() && param != parameters.end() && !fn->second.empty() &&
-        env::task_type_of_function(t.function) == task->type) {  // D3: only the exact tool
+        env::task_type_of_function(t.function) == task->type) {  // docs/decisions.md D3: only the exact tool
       t.f = 1;
       for (const std::string& candidate : param->second) {
         double r = score_parameter(env, *task, task->type, candidate);

@@ -1,4 +1,4 @@
-// src/puma/scoring.h: scoring generated parameters by executing them in the environment (reference §3.5, §5.5;
+// src/puma/scoring.h: scoring generated parameters by executing them in the environment (docs/decisions.md §3.5, §5.5;
 // decisions D2, D3, D7): the offline "fast test" of a PUMA model and the DPO candidate scores and pairs.
 #pragma once
 #include <filesystem>
@@ -19,7 +19,7 @@ const data::Task& task_of_key(const data::Dataset& ds, const std::string& key);
 
 //! Result accuracy of `parameter` executed as a call of `type`'s task function for `task`: the rank score of the
 //! target for search (the text is the query) and recommendation (split on ',', trimmed, order and duplicates
-//! kept, D2), the similarity with the true review for review. An error output scores 0.
+//! kept, docs/decisions.md D2), the similarity with the true review for review. An error output scores 0.
 double score_parameter(const env::Environment& env, const data::Task& task, data::TaskType type,
                        std::string_view parameter);
 
@@ -31,8 +31,8 @@ struct RolloutReward {
   double result_acc = 0;    //!< score_parameter with the task's tool when the function is right, else 0
 };
 
-//! The fast test's score of one rollout (D3): the function cleaned as puma_function_from_completion cleans a
-//! function completion (its first line after an echoed "### Tool:\n", trimmed), the parameter as
+//! The fast test's score of one rollout (docs/decisions.md D3): the function cleaned as puma_function_from_completion
+//! cleans a function completion (its first line after an echoed "### Tool:\n", trimmed), the parameter as
 //! puma_generated_part does (after an echoed "### Tool Parameter:\n", trimmed).
 RolloutReward rollout_reward(const env::Environment& env, const data::Task& task, std::string_view function,
                              std::string_view parameter);
@@ -54,7 +54,7 @@ struct ScoredCandidates {
   std::vector<std::string> candidates;
   std::vector<double> scores;
 };
-//! Scores every candidate with the scorer of the task's true type (§3.5 DPO mode: no function check).
+//! Scores every candidate with the scorer of the task's true type (docs/decisions.md §3.5 DPO mode: no function check).
 ScoredCandidates score_candidates(const env::Environment& env, const data::Task& task,
                                   const std::vector<std::string>& candidates);
 
@@ -63,8 +63,8 @@ struct PreferencePair {
   std::string chosen, rejected;
   double chosen_score = 0, rejected_score = 0;
 };
-//! §5.5 with D7: chosen = the first candidate with the highest score, rejected = the last with the lowest; none
-//! when they tie (one candidate, or all scores equal).
+//! docs/decisions.md §5.5 with D7: chosen = the first candidate with the highest score, rejected = the last with the
+//! lowest; none when they tie (one candidate, or all scores equal).
 std::optional<PreferencePair> preference_pair(const ScoredCandidates& scored);
 
 //! The fast test's per-type and overall averages (the original's table: Total, Tool Accuracy Avg, Result Avg).
@@ -96,21 +96,21 @@ using Predictions = std::map<std::string, std::vector<std::string>, std::less<>>
 //! instruction for anything else.
 Predictions read_predictions(const std::filesystem::path& file);
 
-//! The offline fast test (§3.5, D3): for each task, the predicted function (F = 1 iff it is exactly the true
-//! type's tool, trimmed; anything else F = R = 0) and its parameter, scored by score_parameter. A task missing
+//! The offline fast test (docs/decisions.md §3.5, D3): for each task, the predicted function (F = 1 iff it is exactly
+//! the true type's tool, trimmed; anything else F = R = 0) and its parameter, scored by score_parameter. A task missing
 //! from `functions` or `parameters` scores 0.
 FastTestResult fast_test(const env::Environment& env, const std::vector<const data::Task*>& tasks,
                          const std::map<std::string, std::string, std::less<>>& functions,
                          const std::map<std::string, std::string, std::less<>>& parameters);
 
-//! The original test.py on candidate lists (§3.5): the first function of each task; with several parameter
-//! candidates the score kept is the last candidate's that found the target (search, recommendation) or the last
-//! candidate's similarity (review), as test.py keeps them, not the best.
+//! The original test.py on candidate lists (docs/decisions.md §3.5): the first function of each task; with several
+//! parameter candidates the score kept is the last candidate's that found the target (search, recommendation) or the
+//! last candidate's similarity (review), as test.py keeps them, not the best.
 FastTestResult fast_test_candidates(const env::Environment& env, const std::vector<const data::Task*>& tasks,
                                     const Predictions& functions, const Predictions& parameters);
 
-//! test.py's DPO mode (§3.5): every candidate of every task scored with the task's true type, no function
-//! check: {instruction: {candidate: score}} as JSON text (equal candidates collapse, as in the original).
+//! test.py's DPO mode (docs/decisions.md §3.5): every candidate of every task scored with the task's true type, no
+//! function check: {instruction: {candidate: score}} as JSON text (equal candidates collapse, as in the original).
 std::string score_all_candidates_json(const env::Environment& env, const std::vector<const data::Task*>& tasks,
                                       const Predictions& parameters);
 

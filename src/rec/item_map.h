@@ -1,4 +1,4 @@
-// src/rec/item_map.h: the ASIN ↔ SASRec item id map, which is also the candidate set (reference §1.6).
+// src/rec/item_map.h: the ASIN ↔ SASRec item id map, which is also the candidate set (docs/decisions.md §1.6).
 #pragma once
 #include <cstdint>
 #include <string>

@@ -1,4 +1,4 @@
-// src/rec/recommender.h: the SASRec recommender behind get_recommendations_by_history (reference §2.3.2).
+// src/rec/recommender.h: the SASRec recommender behind get_recommendations_by_history (docs/decisions.md §2.3.2).
 //
 // Loads the original PersonalWAB checkpoint (a PyTorch state_dict `.pth`) or pwab's own, turns a time-ordered
 // ASIN sequence into the top-k items of the candidate set, and trains the model on a dataset's behaviours.
@@ -17,7 +17,7 @@
 
 namespace pwab::rec {
 
-//! SASRec's shape. The original fixes maxlen 30, hidden 50, 2 blocks, 2 heads (reference §1.8).
+//! SASRec's shape. The original fixes maxlen 30, hidden 50, 2 blocks, 2 heads (docs/decisions.md §1.8).
 struct ModelShape {
   int maxlen = 30;
   int hidden = 50;

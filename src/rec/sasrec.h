@@ -1,6 +1,6 @@
 // src/rec/sasrec.h: the SASRec network in libtorch, with the original's tensor names (internal to src/rec).
 //
-// The architecture is PersonalWAB's variant of pmixer's SASRec (reference §2.3.2): scaled item embedding plus
+// The architecture is PersonalWAB's variant of pmixer's SASRec (docs/decisions.md §2.3.2): scaled item embedding plus
 // 1-based positional embedding (0 on padding), pre-LN causal self-attention whose residual adds the normed
 // query, a post-LN point-wise feed-forward with residual, a last LayerNorm; eps 1e-8; no timeline mask and no
 // key-padding mask. Parameter names match the original state_dict (`item_emb.weight`, ...).

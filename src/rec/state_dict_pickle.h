@@ -1,6 +1,6 @@
 // src/rec/state_dict_pickle.h: reads the pickle of a PyTorch state_dict (the data.pkl of a torch.save zip).
 //
-// libtorch's own unpickler rejects an OrderedDict carrying `_metadata` (shared/notes/deps.md §4), so this is a
+// libtorch's own unpickler rejects an OrderedDict carrying `_metadata` (docs/recommender.md), so this is a
 // small interpreter of the opcode subset torch.save emits for a state_dict: protocol 2-4 framing, GLOBAL /
 // STACK_GLOBAL, memo, MARK/TUPLE/LIST/DICT building, BINPERSID storages and REDUCE of
 // torch._utils._rebuild_tensor_v2. It describes where each tensor lives; it reads no tensor data itself.

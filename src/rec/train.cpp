@@ -1,4 +1,4 @@
-// SASRec training: the original recipe (reference §2.3.2) on a pwab dataset, with validation, checkpoints and
+// SASRec training: the original recipe (docs/decisions.md §2.3.2) on a pwab dataset, with validation, checkpoints and
 // resume. What it trains on and why: docs/recommender.md.
 #include <unistd.h>
 

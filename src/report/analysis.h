@@ -52,7 +52,8 @@ struct StepRow {
   int step = 0;
   std::size_t ended = 0;   //!< (task, trial) episodes that took exactly `step` steps
   std::size_t solved = 0;  //!< of those, the ones that pass (metrics::passes under the summary's rule)
-  double r_acc = 0;        //!< their mean §3.2 Res Acc (0 for unsolved function choices, as in the tables)
+  double r_acc = 0;        //!< their mean docs/decisions.md §3.2 Res Acc (0 for unsolved function choices,
+                           //!< as in the tables)
 };
 
 struct Analysis {

@@ -417,7 +417,7 @@ RecordDiagnosis diagnose_one(const runner::TaskRecord& record, const data::Datas
   d.score_f = score.f;
   d.score_r = score.r;
   const bool solved = metrics::passes(outcome, options.rule);
-  // The best right-function attempt, as §3.2 picks it: the first with the highest R.
+  // The best right-function attempt, as docs/decisions.md §3.2 picks it: the first with the highest R.
   std::optional<std::size_t> best;
   for (const auto& [r, i] : right_scores)
     if (!best || r > record.actions[*best].reward.result_acc) best = i;

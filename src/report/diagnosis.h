@@ -88,7 +88,7 @@ struct RecordDiagnosis {
   std::array<int, 3> leak_kinds{};  //!< replies leaking the ASIN, the title, the review
   std::string leak_evidence;   //!< the first leaked text
   std::vector<Attribution> attribution;  //!< per task-function call with a readable parameter
-  double score_f = 0, score_r = 0;        //!< the record's §3.2 task score (0, 0 for errored records)
+  double score_f = 0, score_r = 0;        //!< the record's docs/decisions.md §3.2 task score (0, 0 for errored records)
 };
 
 //! Options of a diagnosis.

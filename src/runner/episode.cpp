@@ -1,4 +1,4 @@
-// The episode loop of reference §3.3, written once for every agent.
+// The episode loop of docs/decisions.md §3.3, written once for every agent.
 #include "runner/episode.h"
 
 #include <chrono>
@@ -19,7 +19,8 @@ double seconds_since(Clock::time_point start) {
 }  // namespace
 
 int loop_bound(int max_steps_flag, bool react_style) {
-  // §3.3: "max_steps if > 0 else 10" for function-calling agents and PUMA; ReAct uses 3 when max_steps = -1.
+  // docs/decisions.md §3.3: "max_steps if > 0 else 10" for function-calling agents and PUMA; ReAct uses 3
+  // when max_steps = -1.
   if (max_steps_flag > 0) return max_steps_flag;
   return react_style ? 3 : 10;
 }
@@ -37,7 +38,8 @@ namespace {
 
 void check_options(const EpisodeOptions& options, const env::UserChannel* user) {
   if (options.max_steps < 1) throw UsageError("episode max_steps must be at least 1");
-  // §3.3: run.py refuses a user simulator in the single-turn track (max_steps -1 with user_mode != "no").
+  // docs/decisions.md §3.3: run.py refuses a user simulator in the single-turn track (max_steps -1 with
+  // user_mode != "no").
   if (options.track == Track::kSingleTurn && user != nullptr)
     throw UsageError("the single-turn track takes no user simulator");
 }
@@ -74,25 +76,27 @@ EpisodeStep Episode::step(const AgentStep& decision) {
   const env::StepResult& step = out.result;
 
   if (step.done) {
-    // §3.3: every done step records (res[0], res[1]), whatever set done. Done comes only from the three task
-    // functions (with or without an argument error) and from a user observation equal to "Error: ###STOP###";
-    // the Session already gives the Error observations [0, 0] (§2.1 step 5), so they are recorded as [0, 0].
+    // docs/decisions.md §3.3: every done step records (res[0], res[1]), whatever set done. Done comes only from the
+    // three task functions (with or without an argument error) and from a user observation equal to
+    // "Error: ###STOP###"; the Session already gives the Error observations [0, 0] (§2.1 step 5), so they are
+    // recorded as [0, 0].
     result_.attempts.push_back({step.reward.function_acc, step.reward.result_acc});
     // The user hears of attempts whose tool actually ran (an argument error tells it nothing about the
     // result). The scripted user reacts to them; the LLM user of the original sees none of this.
     if (user_ != nullptr && step.scored) user_->note_attempt(decision.action.name, step.reward);
-    // §3.3 single-turn: the first done step ends the episode; multi-turn: record and continue.
+    // docs/decisions.md §3.3 single-turn: the first done step ends the episode; multi-turn: record and continue.
     if (options_.track == Track::kSingleTurn) {
       finished_ = true;
       result_.ending = decision.action.name == env::kRespond ? "respond" : "task_function";
     }
   } else if (decision.action.name == env::kStop) {
-    // §3.3: the loop breaks on the action name "stop" (the env does not set done for it), with nothing recorded.
+    // docs/decisions.md §3.3: the loop breaks on the action name "stop" (the env does not set done for it),
+    // with nothing recorded.
     finished_ = true;
     result_.ending = "stop";
   }
   // Otherwise (details tool, unknown tool, a respond with malformed arguments, a multi-turn user reply) go on,
-  // up to max_steps agent calls (§3.3).
+  // up to max_steps agent calls (docs/decisions.md §3.3).
   if (!finished_ && result_.steps >= options_.max_steps) {
     finished_ = true;
     result_.ending = "step_cap";
@@ -117,7 +121,7 @@ EpisodeResult run_episode(const env::Environment& env, const data::Task& task, A
   episode.add_agent_seconds(seconds_since(t));
 
   std::string observation;  // empty on the first next()
-  // §3.3: at most max_steps iterations, each one agent (LLM) call -> action -> env.step.
+  // docs/decisions.md §3.3: at most max_steps iterations, each one agent (LLM) call -> action -> env.step.
   while (!episode.finished()) {
     t = Clock::now();
     AgentStep decision = agent.next(observation);

@@ -1,4 +1,5 @@
-// src/runner/episode.h: the one episode loop every agent runs under (reference §3.3; style.md §5, §9 item 1).
+// src/runner/episode.h: the one episode loop every agent runs under (docs/decisions.md §3.3; code practices §5,
+// §9 item 1).
 //
 // An agent only decides the next action from the latest observation; the runner owns reset, the step cap,
 // which calls end the episode, which calls are recorded as scored attempts, and step counting, so endings and
@@ -19,8 +20,8 @@ using Track = env::Track;
 using AgentStep = env::AgentStep;
 using Agent = env::Agent;
 
-//! The original's loop bound (§3.3): `max_steps` when positive; otherwise (single-turn, max_steps = −1) 10 for
-//! function-calling agents and PUMA, 3 for ReAct-style agents.
+//! The original's loop bound (docs/decisions.md §3.3): `max_steps` when positive; otherwise (single-turn, max_steps =
+//! −1) 10 for function-calling agents and PUMA, 3 for ReAct-style agents.
 int loop_bound(int max_steps_flag, bool react_style);
 
 struct EpisodeOptions {
@@ -54,8 +55,8 @@ struct EpisodeStep {
   bool finished = false;
 };
 
-//! One episode of one task, driven from outside one action at a time: the rules of §3.3 (step cap, which calls
-//! end the episode, which are recorded as attempts, the endings per track) without the agent, so that
+//! One episode of one task, driven from outside one action at a time: the rules of docs/decisions.md §3.3 (step cap,
+//! which calls end the episode, which are recorded as attempts, the endings per track) without the agent, so that
 //! run_episode and the served episodes of `pwab serve` follow exactly the same rules. Not thread-safe: one
 //! caller at a time. `env`, `task` and `user` must outlive it.
 class Episode {
@@ -88,8 +89,8 @@ class Episode {
   bool finished_ = false;
 };
 
-//! Runs one episode of `task` (reference §3.3). `user` answers `respond` in the multi-turn track and may be null
-//! (each respond then gets "Error: ###STOP###", recorded as a [0, 0] attempt); it is told every scored attempt
+//! Runs one episode of `task` (docs/decisions.md §3.3). `user` answers `respond` in the multi-turn track and may be
+//! null (each respond then gets "Error: ###STOP###", recorded as a [0, 0] attempt); it is told every scored attempt
 //! (UserChannel::note_attempt). The single-turn track takes no user: passing one is a
 //! UsageError, as run.py rejects a user simulator with max_steps −1. max_steps < 1 is a UsageError.
 EpisodeResult run_episode(const env::Environment& env, const data::Task& task, Agent& agent, env::UserChannel* user,

@@ -1,4 +1,5 @@
-// src/runner/results.h: the files a run leaves behind (style.md §9 item 2; docs/runner.md "Results files").
+// src/runner/results.h: the files a run leaves behind (docs/decisions.md, code practices §9 item 2;
+// docs/runner.md "Results files").
 //
 // A run directory holds `manifest.json` (what the run was: config, seed, dataset fingerprint, pwab version,
 // shard) and `results.jsonl`, one line appended per finished (task, trial) and never rewritten. A record is

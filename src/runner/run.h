@@ -1,4 +1,5 @@
-// src/runner/run.h: running many episodes into a run directory on a worker pool (style.md §9 items 1–2).
+// src/runner/run.h: running many episodes into a run directory on a worker pool (docs/decisions.md, code
+// practices §9 items 1–2).
 //
 // A run is a list of tasks, a number of trials, an agent maker, a user maker and a RunDirectory. Its units of
 // work are (task, trial) pairs, handed out trial by trial (every task's trial 0 first, like tau-bench's
@@ -74,7 +75,8 @@ struct RunProgress {
   double seconds = 0;          //!< since the workers started
   int64_t prompt_tokens = 0;
   int64_t completion_tokens = 0;
-  double score_sum = 0;        //!< Σ per-task §3.2 R over finished, non-errored tasks (a running R. Acc)
+  double score_sum = 0;        //!< Σ per-task docs/decisions.md §3.2 R over finished, non-errored tasks
+                               //!< (a running R. Acc)
 };
 
 struct RunOptions {

@@ -1,4 +1,4 @@
-// src/search/search.h: BM25 product search as PersonalWAB's search tool runs it (reference §1.7, §2.3.1).
+// src/search/search.h: BM25 product search as PersonalWAB's search tool runs it (docs/decisions.md §1.7, §2.3.1).
 //
 // One document per catalogue product: id = parent_asin, text = data::product_fields_block(product). Text is
 // analyzed as Anserini's default English analyzer does (Lucene 8 StandardTokenizer, possessive, lower case,

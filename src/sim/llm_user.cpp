@@ -15,7 +15,7 @@
 namespace pwab::sim {
 namespace {
 
-// --- the profile's archetype phrases (reference §3.4: same traits as the original's tables, own wording) -----
+// --- the profile's archetype phrases (docs/decisions.md §3.4: same traits as the original's tables, own wording) -
 
 struct LevelPhrases {
   const char* high;
@@ -81,7 +81,7 @@ bool is_blank(std::string_view s) {
   return true;
 }
 
-// --- the system prompt (reference §3.4: the original's layout and rules in order, own wording) ---------------
+// --- the system prompt (docs/decisions.md §3.4: the original's layout and rules in order, own wording) -------
 
 constexpr const char* kOpening =
     "You are playing a shopper who is chatting with a shopping assistant that tailors its help to you.";
@@ -157,8 +157,9 @@ LlmUser::LlmUser(const data::Dataset& ds, const data::Task& task, llm::ChatModel
   if (model_name_.empty()) throw UsageError("the LLM user simulator needs a model name (--user-model)");
   if (options_.max_tokens < 1) throw UsageError("the LLM user simulator's max_tokens must be at least 1");
   if (options_.leak_guard < 0) throw UsageError("the LLM user simulator's leak_guard must be 0 (off) or more");
-  // §3.4: role-flipped. The model plays the user as "assistant"; the agent's turns are "user" turns. The dialogue
-  // opens with the agent's greeting and the user's instruction, so the model carries on a conversation it began.
+  // docs/decisions.md §3.4: role-flipped. The model plays the user as "assistant"; the agent's turns are "user"
+  // turns. The dialogue opens with the agent's greeting and the user's instruction, so the model carries on a
+  // conversation it began.
   messages_.push_back(llm::Message::system(llm_user_system_prompt(ds_, task_, options_.stop_rule)));
   messages_.push_back(llm::Message::user(kGreeting));
   messages_.push_back(llm::Message::assistant(task_.instruction));

@@ -1,4 +1,4 @@
-// src/sim/llm_user.h: the LLM user simulator (`--user-sim llm`), the original's "naive" user (reference §3.4).
+// src/sim/llm_user.h: the LLM user simulator (`--user-sim llm`), the original's "naive" user (docs/decisions.md §3.4).
 //
 // An LlmUser answers the agent's `respond` messages for one task by asking a chat model to play the user. The
 // model gets a system prompt (in pwab's own words) with the user's rendered profile and the task's target
@@ -32,9 +32,9 @@ struct LlmUserOptions {
   //! The cache's sample index (llm::ChatRequest::sample): the trial number when several samples of one
   //! dialogue are wanted. Never sent.
   int sample = 0;
-  //! Not in the original (whose user never ends the dialogue, §3.4): adds a last rule asking the model to answer
-  //! with exactly ###STOP### once satisfied or out of things to say; such a reply is returned as the bare
-  //! sentinel, and every later reply is the sentinel without a model call.
+  //! Not in the original (whose user never ends the dialogue, docs/decisions.md §3.4): adds a last rule asking the
+  //! model to answer with exactly ###STOP### once satisfied or out of things to say; such a reply is returned as the
+  //! bare sentinel, and every later reply is the sentinel without a model call.
   bool stop_rule = false;
   //! Not in the original: 0 = off (a reply that leaks is returned as the model wrote it, and only counted); N > 0
   //! = a reply that leaks (find_leak with leak_rule) is asked again up to N times, each request carrying the
@@ -137,13 +137,13 @@ class LlmUser final : public env::UserChannel {
   bool stopped_ = false;
 };
 
-//! The profile block of the simulator prompt (reference §3.4): a leading newline, then 11 lines in file order
+//! The profile block of the simulator prompt (docs/decisions.md §3.4): a leading newline, then 11 lines in file order
 //! ("- Gender: …", "- Age: …", "- Occupation: …", "- You are <price archetype>", …, each ending in a newline).
 //! A missing field renders empty; a level field (Price Sensitivity, Diversity Preference, Interaction
 //! Complexity) that is not High, Medium or Low (case and surrounding spaces ignored) leaves its line out.
 std::string render_user_profile(const data::Profile& profile);
 
-//! The product block (reference §2.2): "\n" + data::product_fields_block(p) + "\n".
+//! The product block (docs/decisions.md §2.2): "\n" + data::product_fields_block(p) + "\n".
 std::string render_user_product(const data::Product& p);
 
 //! The whole system prompt for `task`: search/recommend tasks name the product wanted; review tasks the product

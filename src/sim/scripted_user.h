@@ -1,4 +1,4 @@
-// src/sim/scripted_user.h: the scripted user simulator, the offline stand-in for the LLM user (reference §3.4).
+// src/sim/scripted_user.h: the scripted user simulator, the offline stand-in for the LLM user (docs/decisions.md §3.4).
 //
 // A ScriptedUser answers the agent's `respond` messages for one task. Its answers are hints drawn from the
 // task's target product (category, price band, kind, attributes, features, store) or, for review tasks, from

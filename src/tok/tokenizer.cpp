@@ -178,7 +178,7 @@ std::unique_ptr<Tokenizer> load_tokenizer(const fs::path& model_dir, const LoadO
                                    tok->vocab_size(), file.string()));
     s.pad = *options.pad_id;
   } else if (!pad_from_config && s.pad < 0) {
-    s.pad = s.eos;  // LLaMA-2 has no padding token; the reference pads with eos
+    s.pad = s.eos;  // LLaMA-2 has no padding token; the original pads with eos
   }
   return tok;
 }

@@ -8,8 +8,8 @@
 //    (model "BPE" with byte fallback, "▁" for spaces: what LLaMA-2's tokenizer.json is). Byte-level BPE (LLaMA-3,
 //    GPT-2, Qwen) is rejected with a clear error.
 // The PUMA pipeline uses Tokenizer for prompt lengths, training sequences and decoding generated ids;
-// truncate_to_tokens() is the memory cap of the reference (§5.2 step 3). train_sentencepiece() makes the tiny
-// preset's vocabulary from a dataset's own text.
+// truncate_to_tokens() is the original's memory cap (docs/decisions.md §5.2 step 3). train_sentencepiece() makes the
+// tiny preset's vocabulary from a dataset's own text.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -28,7 +28,7 @@ struct SpecialTokens {
   int32_t bos = -1;
   int32_t eos = -1;
   int32_t unk = -1;
-  int32_t pad = -1;  //!< LLaMA-2 has none: load_tokenizer() then uses eos, as the reference does (pad = eos)
+  int32_t pad = -1;  //!< LLaMA-2 has none: load_tokenizer() then uses eos, as the original does (pad = eos)
   bool add_bos = true;   //!< what encode(text) adds; tokenizer_config.json's add_bos_token (LLaMA: true)
   bool add_eos = false;  //!< tokenizer_config.json's add_eos_token (LLaMA: false)
 };
@@ -110,9 +110,9 @@ struct LoadOptions {
 //! directory has no tokenizer, a file is corrupt, or a token a config names is not in the vocabulary.
 std::unique_ptr<Tokenizer> load_tokenizer(const std::filesystem::path& model_dir, const LoadOptions& options = {});
 
-//! The reference's memory cap (§5.2 step 3): encodes `text` with BOS (when count_bos and the model has one),
-//! keeps the first max_tokens ids, BOS included in the count, and decodes them with skip_special. Text that fits
-//! comes back as decode(encode(text)), which for LLaMA's lossless vocabulary is the text itself. Unlike Hugging
+//! The original's memory cap (docs/decisions.md §5.2 step 3): encodes `text` with BOS (when count_bos and the model
+//! has one), keeps the first max_tokens ids, BOS included in the count, and decodes them with skip_special. Text that
+//! fits comes back as decode(encode(text)), which for LLaMA's lossless vocabulary is the text itself. Unlike Hugging
 //! Face, a cut inside a multi-byte character (byte-fallback tokens) drops that character's partial bytes instead
 //! of decoding them to U+FFFD. max_tokens must be at least 1.
 std::string truncate_to_tokens(const Tokenizer& tokenizer, std::string_view text, std::size_t max_tokens,

@@ -434,7 +434,8 @@ TEST(FcAgent, TaskSpecificMemoryFromAFunctionFileWithUnknownTools) {
   EXPECT_EQ(fc.options().function_model, FunctionModel::kFile);
   EXPECT_TRUE(json::parse(f->config_json())["function_model"].get<std::string>().starts_with("file "));
   const std::string plain = fc_system_prompt(runner::Track::kSingleTurn, 10);
-  // D3: an unknown tool, an unusable value or a missing instruction is no memory, never review, never a crash.
+  // docs/decisions.md D3: an unknown tool, an unusable value or a missing instruction is no memory, never review, never
+  // a crash.
   EXPECT_EQ(fc.system_message(task(0), runner::Track::kSingleTurn), plain);
   EXPECT_EQ(fc.system_message(task(2), runner::Track::kSingleTurn), plain);
   EXPECT_EQ(fc.system_message(task(3), runner::Track::kSingleTurn), plain);

@@ -1,5 +1,5 @@
 // The heuristic's text rules on their own: query cleaning, review composition, reading the scripted user's
-// replies, the questions it asks, and the recommendation input (time order, ≤ 30, D8 fallback).
+// replies, the questions it asks, and the recommendation input (time order, ≤ 30, docs/decisions.md D8 fallback).
 #include "agents/heuristic_policy.h"
 
 #include <gtest/gtest.h>
@@ -146,7 +146,7 @@ TEST(HeuristicPolicy, RecommendSequenceTimeOrderAtMost30) {
   ASSERT_EQ(seq.size(), 30u);
   EXPECT_EQ(seq.back(), ds.product(history.back()->product).parent_asin);  // most recent last
   EXPECT_EQ(seq.front(), ds.product(history[history.size() - 30]->product).parent_asin);
-  // A clued category keeps that category's items; one no item has falls back to all of them (D8 (a)).
+  // A clued category keeps that category's items; one no item has falls back to all of them (docs/decisions.md D8 (a)).
   Clues c;
   c.category = ds.product(history.front()->product).main_category;
   auto same = build_recommend_sequence(ds, history, {}, c, p);

@@ -1,6 +1,6 @@
 // The InteRecAgent agent against the real HTTP client and the loopback OpenAI server: the profile rules, the
 // heuristic and LLM initializations, updates from valid and invalid replies, the memory in the prompt, a run at
-// concurrency 4 that equals the serial run (D10), and save / resume without applying a task twice.
+// concurrency 4 that equals the serial run (docs/decisions.md D10), and save / resume without applying a task twice.
 #include "agents/interec_agent.h"
 
 #include <gtest/gtest.h>

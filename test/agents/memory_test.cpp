@@ -170,7 +170,7 @@ TEST(Memory, TaskSpecific) {
   EXPECT_EQ(s.text,
             "- Task type: review\n- Complete the task with the add_product_review tool\n- Task-specific Memory:\n"
             "Rating:5.0\nText:Boils fast, love this kettle.\n|Rating:4.0\nText:Solid kettle, a bit loud.\n");
-  // D3: anything but the three names is no memory, never review, never an error.
+  // docs/decisions.md D3: anything but the three names is no memory, never review, never an error.
   for (std::string_view bad : {"", "review", "get_product_details_by_asin", "Add_Product_Review", "stop"}) {
     s = taskspec_memory(ds(), task(2), bad, o, e);
     EXPECT_FALSE(s.type.has_value()) << bad;

@@ -39,7 +39,7 @@ struct Fixture : fctest::AgentWorld {
 };
 
 // ---------------------------------------------------------------------------------------------------------
-// The template (one code path for training and inference, D9)
+// The template (one code path for training and inference, docs/decisions.md D9)
 // ---------------------------------------------------------------------------------------------------------
 
 TEST(PumaPrompt, LayoutsAreExact) {
@@ -120,7 +120,7 @@ TEST(PumaPrompt, MemoryPerTypeNewestFirstAndCut) {
   EXPECT_EQ(all.rfind(cut, 0), 0u);
   EXPECT_LE(approximate_token_count(cut), 11);
   EXPECT_LT(cut.size(), all.size());
-  // No memory: an empty history, or an unknown function (D3).
+  // No memory: an empty history, or an unknown function (docs/decisions.md D3).
   EXPECT_EQ(puma_memory(ds(), task(3), data::TaskType::kSearch, embedder, o, *counter), "none");
   EXPECT_EQ(puma_memory(ds(), task(0), std::nullopt, embedder, o, *counter), "none");
 }
@@ -137,11 +137,11 @@ TEST(PumaPrompt, OutputsMapToActions) {
   EXPECT_EQ(json::parse(search.arguments_json), json({{"query", "red kettle"}}));
   env::Action review = puma_action("Great kettle, boils fast.", "add_product_review");
   EXPECT_EQ(json::parse(review.arguments_json), json({{"review", "Great kettle, boils fast."}}));
-  // Recommendation inputs keep their order and duplicates; empty pieces go (D2).
+  // Recommendation inputs keep their order and duplicates; empty pieces go (docs/decisions.md D2).
   env::Action rec = puma_action("B3, B1 ,, B2,B1, ", "get_recommendations_by_history");
   EXPECT_EQ(rec.name, env::kRecommend);
   EXPECT_EQ(json::parse(rec.arguments_json)["product_sequence"], json({"B3", "B1", "B2", "B1"}));
-  // An unknown function is a wrong function, never review (D3).
+  // An unknown function is a wrong function, never review (docs/decisions.md D3).
   EXPECT_EQ(puma_action("red kettle", "search_products").name, "search_products");
   EXPECT_EQ(puma_action("red kettle", "").name, "(no function)");
 }
@@ -171,7 +171,7 @@ TEST(PumaAgent, RegisteredWithOptionsAndConfig) {
   EXPECT_EQ(c["agent"], "puma");
   EXPECT_EQ(c["model"], "puma-lora");
   EXPECT_EQ(c["memory"], "taskspec");
-  EXPECT_EQ(c["memory_length"], 100);  // PUMA's own default, not D1's 10
+  EXPECT_EQ(c["memory_length"], 100);  // PUMA's own default, not D1's 10 (docs/decisions.md)
   EXPECT_EQ(c["memory_tokens"], 500);
   EXPECT_EQ(c["token_counter"], "approximate-llama/1");
   EXPECT_EQ(c["prompts"], std::string(kPumaPromptsVersion));

@@ -1,6 +1,6 @@
-// Task-specific memory on a hand-made dataset: the exact §4.6a renderings, the header, the time re-sort of
-// recommend items, "none" for an empty history, pretty_history's layout, and retrieval order with and without
-// the per-run cache.
+// Task-specific memory on a hand-made dataset: the exact docs/decisions.md §4.6a renderings, the header, the time
+// re-sort of recommend items, "none" for an empty history, pretty_history's layout, and retrieval order with and
+// without the per-run cache.
 #include "agents/task_memory.h"
 
 #include <gtest/gtest.h>
@@ -123,7 +123,7 @@ TEST(TaskMemory, RecommendItemsResortedByTime) {
             header + "Title:Red Electric Kettle\nMain Category:Amazon Home\nAsin:B0KETTLE01\n|"
                      "Title:Blue Cotton Shirt\nMain Category:AMAZON FASHION\nAsin:B0SHIRT001\n|"
                      "Title:Steel Electric Kettle\nMain Category:Amazon Home\nAsin:B0KETTLE02\n");
-  // PUMA's variant (§4.6b, D9): no header, newest first.
+  // PUMA's variant (docs/decisions.md §4.6b, D9): no header, newest first.
   EXPECT_EQ(render_task_memory(by_relevance, data::TaskType::kRecommend, {.header = false, .recommend_newest_first = true}),
             "Title:Steel Electric Kettle\nMain Category:Amazon Home\nAsin:B0KETTLE02\n|"
             "Title:Blue Cotton Shirt\nMain Category:AMAZON FASHION\nAsin:B0SHIRT001\n|"

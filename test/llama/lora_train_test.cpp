@@ -231,7 +231,7 @@ TEST(Train, BatchesMaskPromptAndPadding) {
   };
   EXPECT_EQ(ids(right.input_ids, 0), (std::vector<int64_t>{1, 10, 11, 20, 2, 2}));
   EXPECT_EQ(ids(right.attention_mask, 0), (std::vector<int64_t>{1, 1, 1, 1, 1, 0}));
-  // the EOS that ends the target is a label; the pad (same id) is not (decision D6)
+  // the EOS that ends the target is a label; the pad (same id) is not (docs/decisions.md D6)
   EXPECT_EQ(ids(right.loss_mask, 0), (std::vector<int64_t>{0, 0, 0, 1, 1, 0}));
   EXPECT_EQ(ids(right.loss_mask, 1), (std::vector<int64_t>{0, 0, 1, 1, 1, 1}));
   auto left = make_batch(rows, 0, 0, Padding::kLeft);

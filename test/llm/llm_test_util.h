@@ -29,7 +29,7 @@ inline EndpointConfig fast_config(const test::OpenAITestServer& server) {
 
 inline std::shared_ptr<Endpoint> make_endpoint(EndpointConfig c) { return std::make_shared<Endpoint>(std::move(c)); }
 
-//! A function-calling request as the GPT agent makes it (reference §4.1).
+//! A function-calling request as the GPT agent makes it (docs/decisions.md §4.1).
 inline ChatRequest tool_request(std::string user_text = "Find red running shoes for me.") {
   ChatRequest r;
   r.model = "gpt-4o-mini";
@@ -41,7 +41,7 @@ inline ChatRequest tool_request(std::string user_text = "Find red running shoes 
   return r;
 }
 
-//! A plain text request as the user simulator makes it (reference §3.4).
+//! A plain text request as the user simulator makes it (docs/decisions.md §3.4).
 inline ChatRequest text_request(std::string user_text = "Hello! What can I do for you today?") {
   ChatRequest r;
   r.model = "gpt-4o-mini";

@@ -17,7 +17,7 @@ TaskOutcome task(std::string key, TaskType type, std::vector<Attempt> attempts, 
 
 std::size_t idx(TaskType t) { return type_index(t); }
 
-// --- score_task: the §3.2 per-task rule ---------------------------------------------------------------
+// --- score_task: the docs/decisions.md §3.2 per-task rule ---------------------------------------------
 
 TEST(ScoreTask, SingleTurnOneAttempt) {
   TaskScore s = score_task(task("t/1", TaskType::kSearch, {{1, 0.9}}, 1));

@@ -1,5 +1,5 @@
-// PUMA's training data: function and parameter examples built with the runtime agent's prompt code (D9), the
-// pseudo-labels (heuristic and LLM search queries, same-category recommendation labels with D8's fallback or
+// PUMA's training data: function and parameter examples built with the runtime agent's prompt code (docs/decisions.md
+// D9), the pseudo-labels (heuristic and LLM search queries, same-category recommendation labels with D8's fallback or
 // skip, true reviews), and the JSONL round trip with errors that name the file and line.
 #include "puma/prepare.h"
 
@@ -20,7 +20,8 @@ using json = nlohmann::json;
 using pwab::test::ScriptedReply;
 
 //! The agents' tiny dataset plus train tasks: 0 search (AUSER), 1 recommend of the socks (fashion history
-//! exists), 2 recommend of a book (no book in the history: D8), 3 review, 4 recommend for BNEW (no history).
+//! exists), 2 recommend of a book (no book in the history: D8 in docs/decisions.md), 3 review, 4 recommend for
+//! BNEW (no history).
 data::Dataset with_train_tasks() {
   data::Dataset ds = agents::fctest::tiny();
   data::ProductId book = *ds.add_product(agents::fctest::product("B0BOOK0001", "A Novel", "Books",
@@ -71,7 +72,8 @@ TEST(PumaPrepare, RecommendLabelsSameCategoryThenD8) {
   // Fashion items of AUSER before time 900, stored order: the shirt (100), the socks (500).
   EXPECT_EQ(recommend_label(ds(), train[1], o, &fallback), "B0SHIRT001, B0SOCKS001");
   EXPECT_FALSE(fallback);
-  // No book in the history: D8 (a) takes the most recent behaviours of any category, never the target itself.
+  // No book in the history: docs/decisions.md D8 (a) takes the most recent behaviours of any category, never the
+  // target itself.
   std::string label = recommend_label(ds(), train[2], o, &fallback);
   EXPECT_EQ(label, "B0KETTLE01, B0SHIRT001, B0KETTLE02, B0MUG00001, B0SOCKS001");
   EXPECT_TRUE(fallback);
@@ -116,7 +118,7 @@ TEST(PumaPrepare, ParamExamplesWithHeuristicLabels) {
             true)
       << ex[1].memory;
 
-  // D8 skip: the book task goes too.
+  // docs/decisions.md D8 skip: the book task goes too.
   o.recommend_fallback = RecommendFallback::kSkip;
   PrepareReport skip;
   EXPECT_EQ(param_examples(ds(), data::Split::kTrain, embedder, *counter, heuristic_search_labeler(ds(), embedder), o,

@@ -1,5 +1,6 @@
 // Scoring generated parameters in the environment: each task type, outputs that are no task call, candidate
-// deduplication, preference pairs with D7's tie rule, and the fast test with D3's exact function names.
+// deduplication, preference pairs with D7's tie rule and the fast test with D3's exact function names
+// (docs/decisions.md).
 #include "puma/scoring.h"
 
 #include <gtest/gtest.h>
@@ -52,7 +53,7 @@ TEST(PumaScoring, CandidatesAndPreferencePairs) {
 
   ScoredCandidates first_max{"t", {"a", "b", "c"}, {0.7, 0.7, 0.1}};
   EXPECT_EQ(preference_pair(first_max)->chosen, "a");
-  // D7: ties and single candidates give no pair.
+  // docs/decisions.md D7: ties and single candidates give no pair.
   EXPECT_FALSE(preference_pair(ScoredCandidates{"t", {"a", "b"}, {0.5, 0.5}}));
   EXPECT_FALSE(preference_pair(ScoredCandidates{"t", {"a"}, {0.9}}));
   EXPECT_FALSE(preference_pair(ScoredCandidates{}));
@@ -64,7 +65,7 @@ TEST(PumaScoring, FastTestExactFunctionsOnly) {
   std::map<std::string, std::string, std::less<>> functions = {
       {task(0).instruction, " search_product_by_query\n"},
       {task(1).instruction, "get_recommendations_by_history"},
-      {task(2).instruction, "add_review"},  // D3: not review, a wrong function
+      {task(2).instruction, "add_review"},  // docs/decisions.md D3: not review, a wrong function
   };
   std::map<std::string, std::string, std::less<>> params = {
       {task(0).instruction, "red kettle"},

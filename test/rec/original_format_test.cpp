@@ -1,5 +1,5 @@
 // The original PersonalWAB checkpoint format: a torch.save state_dict written by Python (fixture made by
-// test/fixtures/rec/make_fixture.py), its forward pass, the ASIN contract of §2.3.2, and bad files.
+// test/fixtures/rec/make_fixture.py), its forward pass, the ASIN contract of docs/decisions.md §2.3.2, and bad files.
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 

@@ -296,8 +296,8 @@ TEST_F(ReportBrowser, FiltersAndClicksWork) {
   ASSERT_TRUE(std::regex_search(load.dom, m, std::regex("<pre id=\"test-results\">([^<]*)</pre>"))) << load.dom.size();
   auto got = Json::parse(std::regex_replace(m[1].str(), std::regex("&quot;"), "\""));
 
-  // Failed = errored, or the task's F = 0, or its R below the threshold (§3.2 per-task score: the best valid
-  // attempt). The heuristic's records: F = 1 on a right-function attempt.
+  // Failed = errored, or the task's F = 0, or its R below the threshold (docs/decisions.md §3.2 per-task score: the
+  // best valid attempt). The heuristic's records: F = 1 on a right-function attempt.
   auto task_score = [](const Json& r) {
     double f = 0, best = -1;
     for (const auto& a : r["attempts"])

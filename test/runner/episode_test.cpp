@@ -1,4 +1,4 @@
-// The episode loop (reference §3.3) on the hand-written fixture, driven by a scripted agent: every ending in
+// The episode loop (docs/decisions.md §3.3) on the hand-written fixture, driven by a scripted agent: every ending in
 // both tracks, what is recorded, step counting, and the hand-over to metrics. Search and recommendation have
 // no backend here, so those calls return Error observations; reviews and the details tool need none.
 #include "runner/episode.h"

@@ -150,7 +150,7 @@ TEST_F(TokTest, TrainingWritesALlamaLayoutModel) {
   EXPECT_EQ(tok_->unk_id(), 0);
   EXPECT_EQ(tok_->bos_id(), 1);
   EXPECT_EQ(tok_->eos_id(), 2);
-  EXPECT_EQ(tok_->pad_id(), 2);  // no pad piece: pad = eos, as the reference's LLaMA-2
+  EXPECT_EQ(tok_->pad_id(), 2);  // no pad piece: pad = eos, as the original's LLaMA-2
   EXPECT_EQ(tok_->piece(0), "<unk>");
   EXPECT_EQ(tok_->piece(1), "<s>");
   EXPECT_EQ(tok_->piece(2), "</s>");
@@ -300,7 +300,7 @@ TEST_F(TokTest, ConfigFilesSetDefaultsAndPad) {
   EXPECT_EQ(load_tokenizer(d / "tokenizer.model")->vocab_size(), 1200);
 }
 
-// ---- truncation (reference §5.2 step 3) -------------------------------------------------------------------------
+// ---- truncation (docs/decisions.md §5.2 step 3) -----------------------------------------------------------------
 
 TEST_F(TokTest, TruncationCountsBosAndKeepsAPrefix) {
   std::string memory;
