@@ -5,7 +5,6 @@ find_package(PkgConfig REQUIRED)
 find_package(nlohmann_json 3 REQUIRED)
 find_package(simdjson REQUIRED)
 find_package(fmt CONFIG REQUIRED)
-find_package(spdlog CONFIG REQUIRED)
 find_package(CLI11 CONFIG REQUIRED)
 
 find_package(xapian REQUIRED)

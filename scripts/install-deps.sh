@@ -30,7 +30,7 @@ packages=(
   nlohmann-json3-dev libsimdjson-dev
   libcpp-httplib-dev libcurl4-openssl-dev
   libboost-dev                                      # Beast + Asio: pwab serve's HTTP and WebSocket layer
-  libsqlite3-dev libcli11-dev libspdlog-dev libfmt-dev
+  libsqlite3-dev libcli11-dev libfmt-dev
   libgtest-dev libgmock-dev libbenchmark-dev         # the test and bench binaries are part of the build
   protobuf-compiler                                 # the vendored sentencepiece, built against system protobuf
 )

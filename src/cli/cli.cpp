@@ -5,13 +5,14 @@
 #include <iostream>
 
 #include "core/error.h"
+#include "core/version.h"
 
 namespace pwab::cli {
 
 int run(const std::vector<std::string>& args) {
   CLI::App app{"pwab: the PersonalWAB benchmark and the PUMA agent framework, in C++"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", std::string("pwab ") + "0.1.0");
+  app.set_version_flag("--version", std::string("pwab ") + kVersion);  // the project version, from CMake
   add_data_commands(app);
   add_build_commands(app);
   add_search_commands(app);

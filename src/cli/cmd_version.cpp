@@ -1,10 +1,10 @@
 // `pwab version`: this build and the versions of the libraries it links (recorded in run manifests).
 #include <CLI/CLI.hpp>
+#include <boost/version.hpp>
 #include <curl/curl.h>
 #include <fmt/format.h>
 #include <httplib.h>
 #include <simdjson.h>
-#include <spdlog/version.h>
 #include <sqlite3.h>
 #include <xapian.h>
 
@@ -37,15 +37,22 @@ void add_version_command(CLI::App& app) {
       }
     }
     std::cout << "xapian     " << Xapian::version_string() << "\n";
-    std::cout << "simdjson   " << simdjson::SIMDJSON_VERSION_MAJOR << "." << simdjson::SIMDJSON_VERSION_MINOR << "." << simdjson::SIMDJSON_VERSION_REVISION << " (" << simdjson::get_active_implementation()->name() << ")\n";
+    std::cout << fmt::format("simdjson   {}.{}.{} ({})\n", int(simdjson::SIMDJSON_VERSION_MAJOR),
+                             int(simdjson::SIMDJSON_VERSION_MINOR), int(simdjson::SIMDJSON_VERSION_REVISION),
+                             simdjson::get_active_implementation()->name());
     std::cout << fmt::format("nlohmann   {}.{}.{}\n", NLOHMANN_JSON_VERSION_MAJOR, NLOHMANN_JSON_VERSION_MINOR,
                              NLOHMANN_JSON_VERSION_PATCH);
     std::cout << "sqlite     " << sqlite3_libversion() << "\n";
     std::cout << "curl       " << curl_version() << "\n";
     std::cout << "httplib    " << CPPHTTPLIB_VERSION << "\n";
-    std::cout << fmt::format("spdlog     {}.{}.{}, fmt {}\n", SPDLOG_VER_MAJOR, SPDLOG_VER_MINOR, SPDLOG_VER_PATCH,
-                             FMT_VERSION);
-    std::cout << "fasttext   " << PWAB_FASTTEXT_VERSION << "\n";
+    std::cout << fmt::format("fmt        {}.{}.{}\n", FMT_VERSION / 10000, FMT_VERSION / 100 % 100, FMT_VERSION % 100);
+    std::cout << "CLI11      " << CLI11_VERSION << "\n";
+    std::cout << fmt::format("boost      {}.{}.{} (Beast, Asio)\n", BOOST_VERSION / 100000, BOOST_VERSION / 100 % 1000,
+                             BOOST_VERSION % 100);
+    // Debian's fasttext.pc carries an empty Version field, so the build may not know it.
+    const std::string_view fasttext = PWAB_FASTTEXT_VERSION;
+    std::cout << "fasttext   " << (fasttext.empty() ? "(version not recorded by its pkg-config file)" : fasttext)
+              << "\n";
   });
 }
 

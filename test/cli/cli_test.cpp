@@ -115,7 +115,8 @@ TEST(Cli, FirstRunTrainsAndCachesTheRecommender) {
 TEST(Cli, VersionNamesTheLibraries) {
   std::string out;
   EXPECT_EQ(run_binary("version", &out), 0);
-  for (const char* lib : {"pwab 0.1.0", "xapian", "simdjson", "sqlite", "curl", "httplib", "fasttext", "libtorch"})
+  for (const char* lib : {"pwab 0.1.0", "xapian", "simdjson", "sqlite", "curl", "httplib", "fasttext", "libtorch", "fmt",
+                          "CLI11", "boost"})
     EXPECT_NE(out.find(lib), std::string::npos) << lib << "\n" << out;
 }
 
