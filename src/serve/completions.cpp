@@ -53,16 +53,6 @@ std::string random_id(std::string_view prefix = "cmpl-") {
 //! "token_id:<id>", as vLLM's --return-tokens-as-token-ids names tokens.
 std::string token_name(int32_t id) { return fmt::format("token_id:{}", id); }
 
-//! A 500 when the model was asked for the most likely tokens of each position and did not give one list per token.
-std::optional<HttpResponse> missing_alternatives(const llm::ChatRequest& c, const llm::ChatResponse& r) {
-  if (c.top_logprobs <= 0 || !r.tokens) return std::nullopt;
-  const auto& t = *r.tokens;
-  if (t.top_logprobs.size() == t.completion_ids.size()) return std::nullopt;
-  return openai_error(500, "model_error",
-                      fmt::format("the model reported the most likely tokens of {} positions for {} tokens",
-                                  t.top_logprobs.size(), t.completion_ids.size()));
-}
-
 // What a request asks for, checked field by field.
 struct Asked {
   std::string prompt;
@@ -469,6 +459,34 @@ struct CompletionsServer::Impl final : RequestHandler {
                                                       "/v1/chat/completions and /v1/models)", req.method, req.path));
   }
 
+  // One choice of a request, drawn by the model (one request at a time), with the token trace it was asked for:
+  // the response, or the 500 that answers a model that failed or left out what was asked.
+  std::variant<llm::ChatResponse, HttpResponse> draw(const std::string& prompt, int max_tokens, double temperature,
+                                                     int64_t seed, int sample, bool tokens, int top_logprobs) {
+    llm::ChatRequest c;
+    c.model = name;
+    c.prompt = prompt;
+    c.max_tokens = max_tokens;
+    c.temperature = temperature;
+    c.seed = seed;
+    c.sample = sample;  // each choice its own draws
+    c.return_tokens = tokens;
+    c.top_logprobs = top_logprobs;
+    llm::ChatResponse r;
+    try {
+      std::lock_guard lock(mu);
+      r = model.chat(c);
+    } catch (const std::exception& e) {
+      return openai_error(500, "model_error", e.what());
+    }
+    if (tokens && !r.tokens) return openai_error(500, "model_error", "the model reported no token ids");
+    if (top_logprobs > 0 && r.tokens->top_logprobs.size() != r.tokens->completion_ids.size())
+      return openai_error(500, "model_error",
+                          fmt::format("the model reported the most likely tokens of {} positions for {} tokens",
+                                      r.tokens->top_logprobs.size(), r.tokens->completion_ids.size()));
+    return r;
+  }
+
   HttpResponse chat(const HttpRequest& req) {
     auto read = read_chat_request(req, name, options);
     if (auto* r = std::get_if<Refusal>(&read)) return openai_error(r->status, r->code, r->message);
@@ -477,24 +495,9 @@ struct CompletionsServer::Impl final : RequestHandler {
     Json choices = Json::array();
     int64_t prompt_tokens = 0, completion_tokens = 0;
     for (int i = 0; i < a.n; ++i) {
-      llm::ChatRequest c;
-      c.model = name;
-      c.prompt = a.prompt;
-      c.max_tokens = a.max_tokens;
-      c.temperature = a.temperature;
-      c.seed = a.seed;
-      c.sample = i;
-      c.return_tokens = tokens;
-      c.top_logprobs = a.top_logprobs;
-      llm::ChatResponse r;
-      try {
-        std::lock_guard lock(mu);
-        r = model.chat(c);
-      } catch (const std::exception& e) {
-        return openai_error(500, "model_error", e.what());
-      }
-      if (tokens && !r.tokens) return openai_error(500, "model_error", "the model reported no token ids");
-      if (auto problem = missing_alternatives(c, r)) return *problem;
+      auto drawn = draw(a.prompt, a.max_tokens, a.temperature, a.seed, i, tokens, a.top_logprobs);
+      if (auto* failed = std::get_if<HttpResponse>(&drawn)) return std::move(*failed);
+      llm::ChatResponse& r = std::get<llm::ChatResponse>(drawn);
       if (i == 0) prompt_tokens = r.prompt_tokens;
       completion_tokens += r.completion_tokens;
       std::string text = std::move(r.message.content);
@@ -558,27 +561,12 @@ struct CompletionsServer::Impl final : RequestHandler {
     Json choices = Json::array();
     int64_t prompt_tokens = 0, completion_tokens = 0;
     for (int i = 0; i < a.n; ++i) {
-      llm::ChatRequest c;
-      c.model = name;
-      c.prompt = a.prompt;
-      c.max_tokens = a.max_tokens;
-      c.temperature = a.temperature;
-      c.seed = a.seed;
-      c.sample = i;  // each choice its own draws
-      c.return_tokens = tokens;
-      c.top_logprobs = a.logprobs.value_or(0);
-      llm::ChatResponse r;
-      try {
-        std::lock_guard lock(mu);
-        r = model.chat(c);
-      } catch (const std::exception& e) {
-        return openai_error(500, "model_error", e.what());
-      }
+      auto drawn = draw(a.prompt, a.max_tokens, a.temperature, a.seed, i, tokens, a.logprobs.value_or(0));
+      if (auto* failed = std::get_if<HttpResponse>(&drawn)) return std::move(*failed);
+      llm::ChatResponse& r = std::get<llm::ChatResponse>(drawn);
       if (i == 0) prompt_tokens = r.prompt_tokens;
       completion_tokens += r.completion_tokens;
       Json choice = {{"index", i}, {"text", r.message.content}, {"finish_reason", r.finish_reason}, {"logprobs", nullptr}};
-      if (tokens && !r.tokens) return openai_error(500, "model_error", "the model reported no token ids");
-      if (auto problem = missing_alternatives(c, r)) return *problem;
       if (a.logprobs) {
         Json names = Json::array(), values = Json::array(), top = Json::array();
         for (std::size_t t = 0; t < r.tokens->completion_ids.size(); ++t) {

