@@ -524,8 +524,7 @@ struct CompletionsServer::Impl final : RequestHandler {
       Json choice = {{"index", i}, {"message", std::move(message)}, {"finish_reason", finish}, {"logprobs", nullptr}};
       if (a.logprobs) {
         Json content = Json::array();
-        for (std::size_t t = 0; t < r.tokens->completion_ids.size(); ++t)
-        {
+        for (std::size_t t = 0; t < r.tokens->completion_ids.size(); ++t) {
           Json top = Json::array();
           if (a.top_logprobs > 0)
             for (const auto& [id, lp] : r.tokens->top_logprobs[t])
