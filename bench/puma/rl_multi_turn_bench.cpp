@@ -14,7 +14,7 @@
 #include "bench.h"
 #include "core/sys.h"
 #include "metrics/metrics.h"
-#include "report/runs.h"
+#include "runner/read_run.h"
 
 namespace pwab::bench {
 namespace {
@@ -66,8 +66,8 @@ const int registered = add({
         extras.push_back({std::string(which) + "_multi_avg_steps",
                           s["groups"]["overall"]["avg_steps"]["value"].get<double>(), ""});
       }
-      metrics::Comparison c = metrics::compare(report::read_run(root(ctx) / "multi-sft").outcomes,
-                                               report::read_run(root(ctx) / "multi-rl").outcomes);
+      metrics::Comparison c = metrics::compare(runner::read_run(root(ctx) / "multi-sft").outcomes,
+                                               runner::read_run(root(ctx) / "multi-rl").outcomes);
       extras.push_back({"rl_minus_sft_multi_r_acc", c.overall.r_acc.diff.value, ""});
       extras.push_back({"rl_minus_sft_multi_ci_low", c.overall.r_acc.diff.ci_low, ""});
       extras.push_back({"rl_minus_sft_multi_ci_high", c.overall.r_acc.diff.ci_high, ""});

@@ -26,7 +26,7 @@ namespace {
 //! observation), then stops — three steps, no thinking time.
 class InstantAgent final : public runner::Agent {
  public:
-  void begin(const data::Task& task, const std::string&, runner::Track) override { type_ = task.type; }
+  void begin(const data::Task& task, const std::string&, data::Track) override { type_ = task.type; }
   runner::AgentStep next(const std::string&) override {
     switch (++calls_) {
       case 1: return {{std::string(env::kRespond), R"({"content": "What matters most to you here?"})"}, 0, 0};
@@ -71,7 +71,7 @@ double overhead_run(const Context& ctx, std::vector<Extra>& extras) {
   m.pwab_version = "bench";
   auto run_dir = runner::RunDirectory::open(dir, m, false);
   runner::RunOptions options;
-  options.episode = {runner::Track::kMultiTurn, 10};
+  options.episode = {data::Track::kMultiTurn, 10};
   options.concurrency = 2;
   const auto& ds = *overhead.ds;
   runner::UserMaker user = [&ds](const data::Task& t, int) { return std::make_unique<sim::ScriptedUser>(ds, t, 1); };

@@ -25,7 +25,7 @@
 #include "bench.h"
 #include "core/sys.h"
 #include "data/loader.h"
-#include "env/services.h"
+#include "assemble/services.h"
 #include "metrics/metrics.h"
 #include "runner/results.h"
 #include "serve/episode_service.h"
@@ -47,7 +47,7 @@ constexpr double kThinkMeanS = 0.18;
 struct World {
   fs::path data;
   std::unique_ptr<data::Dataset> ds;
-  env::DatasetEnvironment env;
+  assemble::DatasetEnvironment env;
   std::vector<ScriptedEpisode> episodes;  // kPasses × (single + multi)
   std::vector<Json> resets;               // the same, parsed, for the in-process run
   std::vector<std::vector<Json>> steps;
@@ -101,7 +101,7 @@ void setup(const Context& ctx) {
   auto single = heuristic_records(ctx, "single");
   auto multi = heuristic_records(ctx, "multi");
   world.ds = std::make_unique<data::Dataset>(data::load_dataset(world.data));
-  world.env = env::open_environment(*world.ds, world.data, {}, env::open_embedder("fasttext", *world.ds, world.data), 10);
+  world.env = assemble::open_environment(*world.ds, world.data, {}, assemble::open_embedder("fasttext", *world.ds, world.data), 10);
   for (int pass = 0; pass < kPasses; ++pass) {
     add_episodes(single, "single");
     add_episodes(multi, "multi");

@@ -67,12 +67,12 @@ std::string steps_rule(std::string_view lead, int max_steps) {
 
 }  // namespace
 
-std::string fc_system_prompt(env::Track track, int max_steps) {
+std::string fc_system_prompt(data::Track track, int max_steps) {
   std::string p(kOpening);
   p += kRuleRequest;
   p += kRulePickTool;
   p += kRuleToolsVary;
-  if (track == env::Track::kSingleTurn) {
+  if (track == data::Track::kSingleTurn) {
     p += kRuleNoDialogue;
     p += kRuleOneTry;
     p += kRuleScore;
@@ -92,10 +92,10 @@ std::string fc_system_prompt(env::Track track, int max_steps) {
   return p;
 }
 
-std::string taskspec_system_prompt(env::Track track, int max_steps) {
+std::string taskspec_system_prompt(data::Track track, int max_steps) {
   std::string p(kOpening);
   p += kRuleRequest;
-  if (track == env::Track::kSingleTurn) {
+  if (track == data::Track::kSingleTurn) {
     p += kRulePickTool;
     p += kRuleNoDialogue;
     p += kRuleOneCallOnly;
@@ -195,7 +195,7 @@ std::unique_ptr<env::Agent> FcAgentFactory::make(const data::Task& task) const {
   auto model = context_.llm.open(data::task_key(task), llm::Role::kAgent);
   if (!model) throw UsageError("fc agent: the run's LLM access gave no model");
   // An LLM function predictor asks the episode's model first; its tokens count with the first step.
-  auto system = [this](const data::Task& t, env::Track track, llm::ChatModel& llm) {
+  auto system = [this](const data::Task& t, data::Track track, llm::ChatModel& llm) {
     FunctionGuess guess;
     if (predictor_) guess = predictor_->predict(t.instruction, &llm);
     return SystemPrompt{system_message(t, track, guess.function), guess.prompt_tokens, guess.completion_tokens};
@@ -208,7 +208,7 @@ std::string FcAgentFactory::predicted_function(const data::Task& task) const {
   return predictor_->predict(task.instruction, nullptr).function;
 }
 
-std::string FcAgentFactory::system_message(const data::Task& task, env::Track track,
+std::string FcAgentFactory::system_message(const data::Task& task, data::Track track,
                                            std::string_view predicted_function) const {
   const data::Dataset& ds = *context_.ds;
   MemoryOptions mo;

@@ -24,9 +24,9 @@ inline constexpr std::string_view kFcPromptsVersion = "pwab-fc-prompts/1";
 
 //! The environment's system prompt (docs/decisions.md §2.5, our own words): an opening line, a blank line, "Rules:" and
 //! the rules, ending with a newline. Multi-turn states the step budget `max_steps`.
-std::string fc_system_prompt(env::Track track, int max_steps);
+std::string fc_system_prompt(data::Track track, int max_steps);
 //! The prompt that replaces it under task-specific memory (docs/decisions.md §4.6a, our own words); same layout.
-std::string taskspec_system_prompt(env::Track track, int max_steps);
+std::string taskspec_system_prompt(data::Track track, int max_steps);
 
 //! Everything that changes the fc agent's behaviour besides the LLM settings (echoed by config_json()).
 struct FcOptions {
@@ -70,8 +70,8 @@ class FcAgentFactory final : public AgentFactory {
   //! The episode's system message: the prompt, then the memory unless it is "none" (baselines: prompt + memory;
   //! taskspec: its own prompt + "\n" + memory for `predicted_function`, or the plain prompt when the memory is
   //! "none"). The two-argument form predicts the function itself (offline predictors only).
-  std::string system_message(const data::Task& task, env::Track track, std::string_view predicted_function) const;
-  std::string system_message(const data::Task& task, env::Track track) const {
+  std::string system_message(const data::Task& task, data::Track track, std::string_view predicted_function) const;
+  std::string system_message(const data::Task& task, data::Track track) const {
     return system_message(task, track, predicted_function(task));
   }
   const FcOptions& options() const { return options_; }

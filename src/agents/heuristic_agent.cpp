@@ -91,7 +91,7 @@ class HeuristicAgent final : public env::Agent {
  public:
   explicit HeuristicAgent(const HeuristicAgentFactory::Shared& shared) : s_(shared) {}
 
-  void begin(const data::Task& task, const std::string& first_observation, env::Track track) override {
+  void begin(const data::Task& task, const std::string& first_observation, data::Track track) override {
     // Only the instruction, the user and the time are read from the task: never its target.
     instruction_ = task.instruction;
     track_ = track;
@@ -106,7 +106,7 @@ class HeuristicAgent final : public env::Agent {
 
   env::AgentStep next(const std::string& observation) override {
     ++steps_;
-    if (track_ == env::Track::kSingleTurn || phase_ == Phase::kFirstCall) return call();
+    if (track_ == data::Track::kSingleTurn || phase_ == Phase::kFirstCall) return call();
     if (phase_ == Phase::kAfterCall) return ask_or_stop();
     return read_reply(observation);
   }
@@ -196,7 +196,7 @@ class HeuristicAgent final : public env::Agent {
 
   const HeuristicAgentFactory::Shared& s_;
   std::string instruction_;
-  env::Track track_ = env::Track::kSingleTurn;
+  data::Track track_ = data::Track::kSingleTurn;
   std::string function_;
   data::TaskType type_ = data::TaskType::kSearch;
   const data::Product* reviewed_ = nullptr;

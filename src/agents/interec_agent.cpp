@@ -17,6 +17,7 @@
 #include "core/json_writer.h"
 #include "core/py_format.h"
 #include "core/sys.h"
+#include "data/task_key.h"
 #include "env/tools.h"
 #include "env/agent.h"
 
@@ -82,10 +83,10 @@ InterecProfile heuristic_interec_profile(const data::Dataset& ds, data::UserId u
 // Prompts (docs/decisions.md §4.5, our own words; keys, item ids, tool names and the exact layouts kept)
 // ------------------------------------------------------------------------------------------------------------
 
-std::string interec_system_prompt(env::Track track, int max_steps) {
-  std::string p = fc_system_prompt(env::Track::kSingleTurn, 10);
+std::string interec_system_prompt(data::Track track, int max_steps) {
+  std::string p = fc_system_prompt(data::Track::kSingleTurn, 10);
   p = p.substr(0, p.find("Rules:\n") + 7);
-  const int num = track == env::Track::kSingleTurn ? -1 : max_steps;
+  const int num = track == data::Track::kSingleTurn ? -1 : max_steps;
   p += "- Every request tells you the user's user_id and what that user is asking for.\n";
   p += "- Pick the tool best suited to the request and call it to locate the product wanted or to produce the review "
        "wanted.\n";
@@ -257,7 +258,7 @@ class InterecAgentFactory::Agent final : public ToolChatAgent {
   Agent(const InterecAgentFactory& factory, const data::Task& task, bool planned, bool owns_update,
         InterecProfile snapshot, std::unique_ptr<llm::ChatModel> model)
       : ToolChatAgent(
-            [&factory, snapshot = std::move(snapshot)](const data::Task& t, env::Track track, llm::ChatModel&) {
+            [&factory, snapshot = std::move(snapshot)](const data::Task& t, data::Track track, llm::ChatModel&) {
               return SystemPrompt{factory.system_message(t, track, snapshot)};
             },
             factory.context_.llm, factory.tools_json_, std::move(model)),
@@ -357,9 +358,10 @@ std::string InterecAgentFactory::memory_json_locked() const {
   j["users"] = std::move(users);
   std::vector<std::string> applied(applied_.begin(), applied_.end());
   std::sort(applied.begin(), applied.end(), [](const std::string& a, const std::string& b) {
-    auto split = [](const std::string& k) { return k.substr(0, k.find('/')); };
-    auto index = [](const std::string& k) { return std::strtoull(k.c_str() + k.find('/') + 1, nullptr, 10); };
-    return std::pair(split(a), index(a)) < std::pair(split(b), index(b));
+    // By split name, then index as a number (keys of tasks this agent ran; any other text sorts as text).
+    const auto ka = data::parse_task_key(a), kb = data::parse_task_key(b);
+    if (!ka || !kb) return a < b;
+    return std::pair(data::to_string(ka->split), ka->index) < std::pair(data::to_string(kb->split), kb->index);
   });
   j["applied"] = applied;
   j["stats"] = {{"n_init_llm", stats_.n_init_llm},           {"n_init_invalid", stats_.n_init_invalid},
@@ -426,7 +428,7 @@ InterecStats InterecAgentFactory::stats() const {
   return stats_;
 }
 
-std::string InterecAgentFactory::system_message(const data::Task& task, env::Track track,
+std::string InterecAgentFactory::system_message(const data::Task& task, data::Track track,
                                                 const InterecProfile& profile) const {
   return interec_system_prompt(track, options_.max_steps) +
          interec_memory(*context_.ds, task, profile, options_.memory_length);

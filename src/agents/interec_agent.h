@@ -57,7 +57,7 @@ void apply_interec_update(InterecProfile& profile, const InterecProfile& update)
 
 //! The system prompt (docs/decisions.md §4.5, our own words): the fc opening, "Rules:", 11 rules; the steps rule states
 //! `max_steps` in multi-turn and -1 in single-turn (as the original).
-std::string interec_system_prompt(env::Track track, int max_steps);
+std::string interec_system_prompt(data::Track track, int max_steps);
 
 //! The memory appended to the prompt: "\n\n<header>:\n" + "History:\n" + the k most recent visible items
 //! ("\n- Title: …\n- Parent Asin: …\n- Main Category: …\n- Rating: …\n- Text: …\n", joined with "\n") +
@@ -143,7 +143,7 @@ class InterecAgentFactory final : public AgentFactory {
   std::string memory_json() const;
 
   //! The episode's system message from a profile snapshot.
-  std::string system_message(const data::Task& task, env::Track track, const InterecProfile& profile) const;
+  std::string system_message(const data::Task& task, data::Track track, const InterecProfile& profile) const;
 
  private:
   class Agent;

@@ -81,7 +81,7 @@ class PumaAgent final : public env::Agent {
   PumaAgent(const PumaAgentFactory& factory, const LlmAccess& access, std::unique_ptr<llm::ChatModel> model)
       : factory_(factory), access_(access), model_(std::move(model)) {}
 
-  void begin(const data::Task& task, const std::string& first_observation, env::Track track) override {
+  void begin(const data::Task& task, const std::string& first_observation, data::Track track) override {
     (void)first_observation;
     (void)track;
     task_ = &task;

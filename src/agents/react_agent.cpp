@@ -287,7 +287,7 @@ class ReactAgent final : public env::Agent {
              std::unique_ptr<llm::ChatModel> reflector)
       : factory_(factory), access_(access), model_(std::move(model)), reflector_(std::move(reflector)) {}
 
-  void begin(const data::Task& task, const std::string& first_observation, env::Track track) override {
+  void begin(const data::Task& task, const std::string& first_observation, data::Track track) override {
     instruction_ = task.instruction;
     // An LLM function predictor asks the episode's model first; its tokens count with the first step.
     FunctionGuess guess;
@@ -431,7 +431,7 @@ std::unique_ptr<env::Agent> ReactAgentFactory::make(const data::Task& task) cons
   return std::make_unique<ReactAgent>(*this, context_.llm, std::move(model), std::move(reflector));
 }
 
-std::string ReactAgentFactory::system_message(const data::Task& task, env::Track track,
+std::string ReactAgentFactory::system_message(const data::Task& task, data::Track track,
                                               std::string_view predicted_function) const {
   const data::Dataset& ds = *context_.ds;
   MemoryOptions mo;

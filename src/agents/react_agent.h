@@ -82,8 +82,8 @@ class ReactAgentFactory final : public AgentFactory {
   //! The episode's system message: prompt, "\n# Available tools\n", the tools JSON, react_instruction(), then the
   //! memory (left out when it is "none"; taskspec uses its own prompt and "\n" + memory for `predicted_function`).
   //! The two-argument form predicts the function itself (offline predictors only).
-  std::string system_message(const data::Task& task, env::Track track, std::string_view predicted_function) const;
-  std::string system_message(const data::Task& task, env::Track track) const {
+  std::string system_message(const data::Task& task, data::Track track, std::string_view predicted_function) const;
+  std::string system_message(const data::Task& task, data::Track track) const {
     return system_message(task, track, predictor_ ? predictor_->predict(task.instruction, nullptr).function : "");
   }
   //! The task-function predictor of taskspec memory (null otherwise).

@@ -20,7 +20,7 @@ namespace {
 
 //! The opening line, blank line and "Rules:\n" the fc prompts start with.
 std::string opening() {
-  std::string p = fc_system_prompt(env::Track::kSingleTurn, 10);
+  std::string p = fc_system_prompt(data::Track::kSingleTurn, 10);
   return p.substr(0, p.find("Rules:\n") + 7);
 }
 
@@ -34,11 +34,11 @@ constexpr std::string_view kRuleFullMemory =
 
 }  // namespace
 
-std::string recmind_system_prompt(env::Track track, int max_steps) {
+std::string recmind_system_prompt(data::Track track, int max_steps) {
   std::string p = opening();
   p += kRuleRequest;
   p += kRulePickTool;
-  if (track == env::Track::kSingleTurn) {
+  if (track == data::Track::kSingleTurn) {
     p += "- Requests vary, and so does the tool that serves them; the right tool called with well-chosen input gives "
          "the best outcome.\n";
     p += "- There is no dialogue with the user: derive the best tool call you can from the request as given.\n";
@@ -132,7 +132,7 @@ std::string RecMindAgentFactory::config_json() const {
   return out;
 }
 
-std::string RecMindAgentFactory::system_message(const data::Task& task, env::Track track) const {
+std::string RecMindAgentFactory::system_message(const data::Task& task, data::Track track) const {
   return recmind_system_prompt(track, options_.max_steps) + recmind_memory(*context_.ds, task, options_.memory_length);
 }
 
@@ -140,7 +140,7 @@ std::unique_ptr<env::Agent> RecMindAgentFactory::make(const data::Task& task) co
   auto model = context_.llm.open(data::task_key(task), llm::Role::kAgent);
   if (!model) throw UsageError("recmind agent: the run's LLM access gave no model");
   return std::make_unique<ToolChatAgent>(
-      [this](const data::Task& t, env::Track track, llm::ChatModel&) { return SystemPrompt{system_message(t, track)}; },
+      [this](const data::Task& t, data::Track track, llm::ChatModel&) { return SystemPrompt{system_message(t, track)}; },
       context_.llm, tools_json_, std::move(model));
 }
 

@@ -24,7 +24,7 @@ inline constexpr std::string_view kRecMindPromptsVersion = "pwab-recmind-prompts
 
 //! RecMind's system prompt (docs/decisions.md §4.4, our own words): the fc opening line, "Rules:", then 7 rules
 //! (single-turn) or 12 rules stating the step budget `max_steps` (multi-turn); ends with a newline.
-std::string recmind_system_prompt(env::Track track, int max_steps);
+std::string recmind_system_prompt(data::Track track, int max_steps);
 
 //! One memory item in RecMind's compact layout (docs/decisions.md §4.4, exact):
 //! "\nMEMORY <i>:\nProduct:\n- Title: …\n- Parent Asin: …\n- Main Category: …\nReview:\n- Rating: …\n- Text: …\n- Timestamp: …\n".
@@ -61,7 +61,7 @@ class RecMindAgentFactory final : public AgentFactory {
   std::unique_ptr<env::Agent> make(const data::Task& task) const override;
 
   //! The episode's system message: recmind_system_prompt + recmind_memory.
-  std::string system_message(const data::Task& task, env::Track track) const;
+  std::string system_message(const data::Task& task, data::Track track) const;
   const RecMindOptions& options() const { return options_; }
 
  private:

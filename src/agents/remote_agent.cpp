@@ -79,11 +79,11 @@ class RemoteAgent final : public env::Agent {
               const llm::Endpoint& endpoint)
       : ds_(ds), options_(options), tools_json_(tools_json), endpoint_(endpoint) {}
 
-  void begin(const data::Task& task, const std::string& first_observation, env::Track track) override {
+  void begin(const data::Task& task, const std::string& first_observation, data::Track track) override {
     request_ = {{"protocol", kRemoteProtocol},
                 {"episode_id", new_episode_id(task)},
                 {"task", {{"key", data::task_key(task)}, {"user_id", ds_.user(task.user).id}}},
-                {"track", track == env::Track::kSingleTurn ? "single" : "multi"},
+                {"track", data::to_string(track)},
                 {"max_steps", options_.max_steps},
                 {"tools", Json::parse(tools_json_)},
                 {"first_observation", first_observation},

@@ -20,7 +20,7 @@ ToolChatAgent::ToolChatAgent(SystemMessage system_message, const LlmAccess& acce
       tools_json_(std::move(tools_json)),
       model_(std::move(model)) {}
 
-void ToolChatAgent::begin(const data::Task& task, const std::string& first_observation, env::Track track) {
+void ToolChatAgent::begin(const data::Task& task, const std::string& first_observation, data::Track track) {
   SystemPrompt system = system_message_(task, track, *model_);
   prior_prompt_tokens_ = system.prompt_tokens;
   prior_completion_tokens_ = system.completion_tokens;

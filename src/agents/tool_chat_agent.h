@@ -32,11 +32,11 @@ struct SystemPrompt {
 class ToolChatAgent : public env::Agent {
  public:
   //! Builds the episode's system message; may call the episode's model.
-  using SystemMessage = std::function<SystemPrompt(const data::Task&, env::Track, llm::ChatModel&)>;
+  using SystemMessage = std::function<SystemPrompt(const data::Task&, data::Track, llm::ChatModel&)>;
   ToolChatAgent(SystemMessage system_message, const LlmAccess& access, std::string tools_json,
                 std::unique_ptr<llm::ChatModel> model);
 
-  void begin(const data::Task& task, const std::string& first_observation, env::Track track) override;
+  void begin(const data::Task& task, const std::string& first_observation, data::Track track) override;
   env::AgentStep next(const std::string& observation) override;
 
   //! The conversation so far: the system message, the first observation, then the turns. The observation of

@@ -9,8 +9,9 @@
 
 namespace pwab::cli {
 
-int run(const std::vector<std::string>& args) {
-  CLI::App app{"pwab: the PersonalWAB benchmark and the PUMA agent framework, in C++"};
+std::unique_ptr<CLI::App> make_app() {
+  auto owned = std::make_unique<CLI::App>("pwab: the PersonalWAB benchmark and the PUMA agent framework, in C++");
+  CLI::App& app = *owned;
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string("pwab ") + kVersion);  // the project version, from CMake
   add_data_commands(app);
@@ -25,7 +26,12 @@ int run(const std::vector<std::string>& args) {
   add_serve_command(app);
   add_mcp_command(app);
   add_version_command(app);
+  return owned;
+}
 
+int run(const std::vector<std::string>& args) {
+  std::unique_ptr<CLI::App> owned = make_app();
+  CLI::App& app = *owned;
   std::vector<const char*> argv;
   for (const auto& a : args) argv.push_back(a.c_str());
   try {

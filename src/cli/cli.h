@@ -1,5 +1,6 @@
 // src/cli/cli.h: the `pwab` command line as a library, so tests can run subcommands in-process.
 #pragma once
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -11,6 +12,9 @@ namespace pwab::cli {
 
 //! Exit codes shared by every subcommand.
 enum ExitCode : int { kOk = 0, kFailed = 1, kUsage = 2 };
+
+//! The whole `pwab` command line, every subcommand registered (what run() parses; tests walk its flags).
+std::unique_ptr<CLI::App> make_app();
 
 //! Runs `pwab` with argv-style arguments (args[0] is the program name); returns the exit code.
 //! Errors are printed to stderr as one line; output goes to stdout.

@@ -7,6 +7,7 @@
 
 #include "cli/cli.h"
 #include "cli/common.h"
+#include "cli/options.h"
 #include "cli/llm_setup.h"
 #include "construct/construct.h"
 #include "core/error.h"
@@ -151,7 +152,7 @@ void run_consistency(ConsistencyArgs& a) {
     budgeted = std::make_unique<BudgetedModel>(*metered, *models.ledger);
     judge = std::make_unique<construct::LlmJudge>(*budgeted, a.llm.model, a.llm.temperature, a.llm.llm_seed);
   } else if (a.judge == "embed") {
-    embedder = env::open_embedder(a.embedder, ds, a.dir);
+    embedder = assemble::open_embedder(a.embedder, ds, a.dir);
     judge = std::make_unique<construct::EmbeddingJudge>(*embedder);
   } else {
     throw UsageError("--judge must be embed or llm, got '" + a.judge + "'");
@@ -171,12 +172,12 @@ void add_build_commands(CLI::App& app) {
       ->required()
       ->expected(1, -1);
   build->add_option("--meta", args->meta, "Meta files, e.g. meta_Electronics.jsonl.gz")->required()->expected(1, -1);
-  build->add_option("--out", args->out, "Output dataset directory (original layout)")->required();
-  build->add_option("--users", args->options.n_users, "Users to sample")->capture_default_str()->check(CLI::PositiveNumber);
+  add_shared_option(*build, "--out", args->out, "dataset")->required();
+  add_shared_option(*build, "--users", args->options.n_users, "dataset")->capture_default_str()->check(CLI::PositiveNumber);
   build->add_option("--categories", args->options.categories,
                     "Categories to sample from (file-name form; default: the paper's five; 'all': every file)")
       ->expected(1, -1);
-  build->add_option("--seed", args->options.seed, "Random seed (same inputs and seed, same bytes)")->capture_default_str();
+  add_shared_option(*build, "--seed", args->options.seed, "bytes")->capture_default_str();
   build->add_option("--min-behaviours", args->options.min_behaviours, "Fewest valid reviews a sampled user has")
       ->capture_default_str()
       ->check(CLI::Range(1u, 1000000u));
@@ -191,7 +192,7 @@ void add_build_commands(CLI::App& app) {
   build->add_option("--type-mix", args->type_mix, "Task type shares SEARCH,RECOMMEND,REVIEW (default 0.32,0.35,0.33)");
   auto* offline = build->add_flag("--offline", args->offline,
                                   "Profiles and instructions by deterministic rules (the default without --model)");
-  build->add_flag("--json", args->json, "Print the build report as JSON");
+  add_shared_flag(*build, "--json", args->json, "print");
   add_model_flags(*build, args->llm);
   offline->excludes(build->get_option("--model"));
   build->callback([args] { run_build(*args); });
@@ -203,10 +204,10 @@ void add_build_commands(CLI::App& app) {
       "Score how well profiles match users' behaviours (top-1 accuracy) and products (NDCG@5, Recall@5), paper §4.2");
   cons->add_option("dir", cargs->dir, "Dataset directory")->required();
   cons->add_option("--judge", cargs->judge, "embed (cosine of embeddings) or llm (--model)")->capture_default_str();
-  cons->add_option("--embedder", cargs->embedder, "fasttext | minilm:MODEL_DIR | hashing[:DIM] (--judge embed)")
+  add_shared_option(*cons, "--embedder", cargs->embedder)
       ->capture_default_str();
-  cons->add_option("--users", cargs->options.max_users, "Users evaluated, a seeded sample (0: all)")->capture_default_str();
-  cons->add_option("--seed", cargs->options.seed, "Seed of the candidate sets")->capture_default_str();
+  add_shared_option(*cons, "--users", cargs->options.max_users, "evaluated")->capture_default_str();
+  add_shared_option(*cons, "--seed", cargs->options.seed, "candidates")->capture_default_str();
   cons->add_option("--negative-users", cargs->options.behaviour_negatives, "Other users per profile-behaviour test")
       ->capture_default_str()
       ->check(CLI::Range(1, 100));
@@ -216,7 +217,7 @@ void add_build_commands(CLI::App& app) {
   cons->add_option("--negatives", cargs->options.product_negatives, "Random products per profile-product test")
       ->capture_default_str()
       ->check(CLI::Range(1, 1000));
-  cons->add_flag("--json", cargs->json, "Print the scores as JSON");
+  add_shared_flag(*cons, "--json", cargs->json, "print");
   add_model_flags(*cons, cargs->llm);
   cons->callback([cargs] { run_consistency(*cargs); });
 }

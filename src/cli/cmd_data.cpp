@@ -9,6 +9,7 @@
 #include <iostream>
 
 #include "cli/cli.h"
+#include "cli/options.h"
 #include "core/error.h"
 #include "core/sys.h"
 #include "data/synth.h"
@@ -40,9 +41,9 @@ void add_data_commands(CLI::App& app) {
   auto* validate = data->add_subcommand(
       "validate", "Load a dataset in the original layout, check it, and print its statistics (paper Table 2)");
   validate->add_option("dir", validate_args->dir, "Dataset directory")->required();
-  validate->add_flag("--json", validate_args->json, "Print the report as JSON");
+  add_shared_flag(*validate, "--json", validate_args->json, "print");
   validate->add_flag("--strict", validate_args->strict, "Treat warnings as errors (exit 1)");
-  validate->add_option("--threads", validate_args->threads, "Files parsed at once (0 = all cores)");
+  add_shared_option(*validate, "--threads", validate_args->threads, "files");
   validate->callback([validate_args] {
 #if defined(__GLIBC__)
     // The load allocates ~200 MB of small records from two parser threads at once. glibc grows a thread's
@@ -64,10 +65,10 @@ void add_data_commands(CLI::App& app) {
   auto synth_args = std::make_shared<SynthArgs>();
   auto* synth = data->add_subcommand(
       "synth", "Generate a deterministic synthetic dataset in the original layout (mini: ~50 users; full: Table 2 scale)");
-  synth->add_option("--out", synth_args->out, "Output directory")->required();
+  add_shared_option(*synth, "--out", synth_args->out, "dataset")->required();
   synth->add_option("--scale", synth_args->scale, "mini | full")->check(CLI::IsMember({"mini", "full"}));
-  synth->add_option("--seed", synth_args->options.seed, "Random seed (same seed, same bytes)");
-  synth->add_option("--users", synth_args->options.n_users, "Number of users (default: by scale)");
+  add_shared_option(*synth, "--seed", synth_args->options.seed, "bytes");
+  add_shared_option(*synth, "--users", synth_args->options.n_users, "dataset");
   synth->add_option("--products", synth_args->options.n_products, "Catalogue size (default: by scale)");
   synth->callback([synth_args] {
     synth_args->options.scale = *data::parse_synth_scale(synth_args->scale);

@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "cli/cli.h"
+#include "cli/options.h"
 #include "core/error.h"
 #include "core/sys.h"
 #include "core/text.h"
@@ -197,7 +198,7 @@ void run_serve(const ServeLmArgs& a) {
 }
 
 void add_model_options(CLI::App& cmd, LmArgs& a) {
-  cmd.add_option("--model", a.model, "Hugging Face LLaMA directory (config.json, safetensors, tokenizer)")->required();
+  add_shared_option(cmd, "--model", a.model, "llama")->required();
   cmd.add_option("--adapter", a.adapter, "PEFT LoRA adapter directory loaded on top of --model");
 }
 
@@ -210,15 +211,15 @@ void add_lm_commands(CLI::App& app) {
   auto ga = std::make_shared<LmArgs>();
   auto* gen = lm->add_subcommand("generate", "Continuations of prompts (greedy by default), one per line or JSONL");
   add_model_options(*gen, *ga);
-  gen->add_option("--prompt", ga->prompt, "The prompt text (raw: no chat template; BOS is added)");
-  gen->add_option("--prompts", ga->prompts_file, "JSONL file of {\"prompt\": ...}: one JSON line of completions each");
-  gen->add_option("--max-new-tokens", ga->max_new_tokens, "Tokens to generate at most")->capture_default_str();
-  gen->add_option("--temperature", ga->temperature, "Sample at this temperature (default: greedy)");
-  gen->add_option("--top-k", ga->top_k, "Sample from the k most likely tokens (0 = all)")->capture_default_str();
+  add_shared_option(*gen, "--prompt", ga->prompt);
+  add_shared_option(*gen, "--prompts", ga->prompts_file);
+  add_shared_option(*gen, "--max-new-tokens", ga->max_new_tokens, "generate")->capture_default_str();
+  add_shared_option(*gen, "--temperature", ga->temperature, "sampling");
+  add_shared_option(*gen, "--top-k", ga->top_k, "sampling")->capture_default_str();
   gen->add_option("--beams", ga->beams, "Beam search with B beams: B candidates, best first (with --temperature: "
                                         "beam-sample, as PUMA's DPO sampling)")->capture_default_str();
-  gen->add_option("--samples", ga->samples, "Independent samples per prompt (with --temperature)")->capture_default_str();
-  gen->add_option("--seed", ga->seed, "Sampling seed")->capture_default_str();
+  add_shared_option(*gen, "--samples", ga->samples, "generate")->capture_default_str();
+  add_shared_option(*gen, "--seed", ga->seed, "sampling")->capture_default_str();
   gen->add_option("--batch", ga->batch, "Prompts per forward batch")->capture_default_str();
   gen->callback([ga] { run_generate(*ga); });
 
@@ -226,7 +227,7 @@ void add_lm_commands(CLI::App& app) {
   auto* score = lm->add_subcommand("score", "The log-probability of a completion after a prompt (EOS included): "
                                             "JSON {logprob, tokens, mean_logprob, perplexity} per pair");
   add_model_options(*score, *sa);
-  score->add_option("--prompt", sa->prompt, "The prompt text");
+  add_shared_option(*score, "--prompt", sa->prompt);
   score->add_option("--completion", sa->completion, "The completion whose probability is wanted");
   score->add_option("--pairs", sa->pairs_file, "JSONL file of {\"prompt\", \"completion\"}: one line each");
   score->callback([sa] { run_score(*sa); });
@@ -235,26 +236,26 @@ void add_lm_commands(CLI::App& app) {
   auto* lg = lm->add_subcommand("logits", "The next-token logits at every position of a prompt (BOS added): JSON "
                                           "{ids, vocab, logits: [[float × vocab] × ids]} per prompt");
   add_model_options(*lg, *la);
-  lg->add_option("--prompt", la->prompt, "The text (raw: no chat template; BOS is added)");
-  lg->add_option("--prompts", la->prompts_file, "JSONL file of {\"prompt\": ...}: one JSON line each");
+  add_shared_option(*lg, "--prompt", la->prompt);
+  add_shared_option(*lg, "--prompts", la->prompts_file);
   lg->callback([la] { run_logits(*la); });
 
   auto ta = std::make_shared<TokenizeArgs>();
   auto* tk = lm->add_subcommand("tokenize", "Token ids of texts under a model directory's tokenizer (tokenizer.model "
                                             "or tokenizer.json): JSON {ids} per text");
-  tk->add_option("--model", ta->model, "Directory (or file) with tokenizer.model or tokenizer.json")->required();
-  tk->add_option("--text", ta->text, "The text");
-  tk->add_option("--texts", ta->texts_file, "JSONL file of {\"text\": ...}: one JSON line each");
+  add_shared_option(*tk, "--model", ta->model, "tokenizer")->required();
+  add_shared_option(*tk, "--text", ta->text);
+  add_shared_option(*tk, "--texts", ta->texts_file);
   tk->add_flag("--bare", ta->bare, "No BOS/EOS (default: the directory's add_bos_token/add_eos_token)");
   tk->callback([ta] { run_tokenize(*ta); });
 
   auto ea = std::make_shared<EmbedArgs>();
   auto* em = lm->add_subcommand("embed", "Sentence embeddings of texts with a MiniLM/BERT directory (what "
                                          "--embedder minilm:DIR scores reviews with): JSON {embedder, embedding}");
-  em->add_option("--model", ea->model, "Hugging Face BERT directory, e.g. all-MiniLM-L6-v2 (docs/embeddings.md)")
+  add_shared_option(*em, "--model", ea->model, "bert")
       ->required();
-  em->add_option("--text", ea->text, "The text");
-  em->add_option("--texts", ea->texts_file, "JSONL file of {\"text\": ...}: one JSON line each");
+  add_shared_option(*em, "--text", ea->text);
+  add_shared_option(*em, "--texts", ea->texts_file);
   em->callback([ea] { run_embed(*ea); });
 
   auto va = std::make_shared<ServeLmArgs>();
@@ -264,13 +265,13 @@ void add_lm_commands(CLI::App& app) {
                                           "client, Inspect AI or an RL engine checking its token ids");
   add_model_options(*srv, va->model);
   srv->add_option("--name", va->name, "The model id clients ask for (default: the model directory's name)");
-  srv->add_option("--host", va->host, "Address to listen on (any but loopback needs --token)")->capture_default_str();
-  srv->add_option("--port", va->port, "Port (0 = any free port; the URL is printed on stdout)")
+  add_shared_option(*srv, "--host", va->host)->capture_default_str();
+  add_shared_option(*srv, "--port", va->port)
       ->capture_default_str()
       ->check(CLI::Range(0, 65535));
   srv->add_option("--chat-max-tokens", va->chat_max_tokens,
                   "max_tokens of a chat request that gives none")->capture_default_str();
-  srv->add_option("--token", va->token, "Bearer token every request must carry (default: PWAB_SERVE_TOKEN)");
+  add_shared_option(*srv, "--token", va->token);
   srv->callback([va] { run_serve(*va); });
 }
 

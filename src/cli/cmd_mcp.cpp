@@ -30,7 +30,8 @@ int take_stdout_for_protocol() {
 
 void serve_stdio(const ServiceArgs& a) {
   const int protocol_fd = take_stdout_for_protocol();
-  ServedEnvironment served(a);
+  auto served_env = open_served_environment(a);
+  assemble::ServedEnvironment& served = *served_env;
   serve::McpServer server(served.service(), kVersion);
   std::cerr << fmt::format("pwab: MCP server on stdio for {} ({} test / {} train tasks){}\n", a.data,
                            served.dataset().tasks(data::Split::kTest).size(),

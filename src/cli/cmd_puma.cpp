@@ -12,18 +12,19 @@
 
 #include "cli/cli.h"
 #include "cli/common.h"
+#include "cli/options.h"
 #include "cli/llm_setup.h"
 #include "core/error.h"
 #include "core/sys.h"
 #include "data/loader.h"
-#include "env/services.h"
+#include "assemble/services.h"
 #include "puma/ablate.h"
 #include "core/text.h"
 #include "llama/rl.h"
 #include "puma/exchange.h"
 #include "puma/pipeline.h"
 #include "puma/scoring.h"
-#include "puma/run.h"
+#include "assemble/training_session.h"
 
 namespace pwab::cli {
 namespace {
@@ -85,8 +86,9 @@ void apply_rl_flags(const PumaArgs& a, puma::PipelineOptions& o) {
     r.per_sequence = a.rl_loss_norm == "sequence";
   }
   if (!a.rl_track.empty()) {
-    if (a.rl_track != "single" && a.rl_track != "multi") throw UsageError("--rl-track must be single or multi");
-    o.rl_track = a.rl_track == "multi" ? env::Track::kMultiTurn : env::Track::kSingleTurn;
+    auto track = data::parse_track(a.rl_track);
+    if (!track) throw UsageError("--rl-track must be single or multi");
+    o.rl_track = *track;
   }
   if (!a.rl_types.empty()) {
     o.rl_types.clear();
@@ -96,37 +98,24 @@ void apply_rl_flags(const PumaArgs& a, puma::PipelineOptions& o) {
       o.rl_types.push_back(*type);
     }
   }
-  auto count = [](const std::optional<int>& v, int floor, const char* flag, int& into) {
-    if (!v) return;
-    if (*v < floor) throw UsageError(fmt::format("{} takes an integer ≥ {}", flag, floor));
-    into = *v;
-  };
-  auto number = [](const std::optional<double>& v, double floor, bool strict, const char* flag, double& into) {
-    if (!v) return;
-    if (strict ? !(*v > floor) : !(*v >= floor))
-      throw UsageError(fmt::format("{} must be {} {}", flag, strict ? ">" : "≥", floor));
-    into = *v;
-  };
-  count(a.rl_iterations, 0, "--rl-iterations", r.iterations);
-  count(a.rl_tasks, 1, "--rl-tasks", r.tasks_per_iteration);
-  count(a.rl_group, 2, "--rl-group", r.group_size);
-  count(a.rl_top_k, 0, "--rl-top-k", r.top_k);
-  count(a.rl_max_new_tokens, 1, "--rl-max-new-tokens", r.max_new_tokens);
-  count(a.rl_inner_epochs, 1, "--rl-inner-epochs", r.inner_epochs);
-  count(a.rl_minibatches, 1, "--rl-minibatches", r.minibatches);
-  count(a.rl_eval_every, 0, "--rl-eval-every", r.eval_every);
-  count(a.rl_eval_tasks, 0, "--rl-eval-tasks", o.rl_eval_tasks);
-  count(a.rl_max_steps, 1, "--rl-max-steps", o.rl_max_steps);
-  count(a.rl_lora_r, 1, "--rl-lora-r", r.train.lora_r);
-  number(a.rl_lr, 0, true, "--rl-lr", r.train.learning_rate);
-  number(a.rl_kl, 0, false, "--rl-kl", r.kl_coef);
-  number(a.rl_clip, 0, false, "--rl-clip", r.clip_low);
+  if (a.rl_iterations) r.iterations = *a.rl_iterations;
+  if (a.rl_tasks) r.tasks_per_iteration = *a.rl_tasks;
+  if (a.rl_group) r.group_size = *a.rl_group;
+  if (a.rl_top_k) r.top_k = *a.rl_top_k;
+  if (a.rl_max_new_tokens) r.max_new_tokens = *a.rl_max_new_tokens;
+  if (a.rl_inner_epochs) r.inner_epochs = *a.rl_inner_epochs;
+  if (a.rl_minibatches) r.minibatches = *a.rl_minibatches;
+  if (a.rl_eval_every) r.eval_every = *a.rl_eval_every;
+  if (a.rl_eval_tasks) o.rl_eval_tasks = *a.rl_eval_tasks;
+  if (a.rl_max_steps) o.rl_max_steps = *a.rl_max_steps;
+  if (a.rl_lora_r) r.train.lora_r = *a.rl_lora_r;
+  if (a.rl_lr) r.train.learning_rate = *a.rl_lr;
+  if (a.rl_kl) r.kl_coef = *a.rl_kl;
+  if (a.rl_clip) r.clip_low = *a.rl_clip;
   if (a.rl_clip) r.clip_high = r.clip_low;
-  number(a.rl_clip_high, 0, false, "--rl-clip-high", r.clip_high);
-  number(a.rl_temperature, 0, true, "--rl-temperature", r.temperature);
-  number(a.rl_warmup, 0, false, "--rl-warmup", r.train.warmup_ratio);
-  if (r.clip_low >= 1) throw UsageError("--rl-clip must be below 1");
-  if (r.minibatches > r.tasks_per_iteration) throw UsageError("--rl-minibatches cannot exceed --rl-tasks");
+  if (a.rl_clip_high) r.clip_high = *a.rl_clip_high;
+  if (a.rl_temperature) r.temperature = *a.rl_temperature;
+  if (a.rl_warmup) r.train.warmup_ratio = *a.rl_warmup;
   if (a.rl_lora) r.train.lora = *a.rl_lora;
   if (a.rl_skip_tied) r.skip_tied_groups = *a.rl_skip_tied;
   if (a.rl_function) o.rl_function = *a.rl_function;
@@ -153,65 +142,49 @@ puma::PipelineOptions pipeline_options(const PumaArgs& a) {
   o.function_file = a.function_file;
   o.reuse_from = a.reuse_from;
   if (!a.sft_mode.empty()) o.sft_mode = puma::parse_sft_mode(a.sft_mode);
-  auto at_least = [](const std::optional<int>& v, int floor, const char* flag) {
-    if (v && *v < floor) throw UsageError(fmt::format("{} takes an integer ≥ {}", flag, floor));
-    return v.has_value();
-  };
-  auto positive = [](const std::optional<double>& v, const char* flag) {
-    if (v && !(*v > 0)) throw UsageError(fmt::format("{} must be > 0", flag));
-    return v.has_value();
-  };
-  if (at_least(a.samples, 1, "--samples")) o.samples = *a.samples;
-  if (at_least(a.sft_epochs, 0, "--sft-epochs")) o.sft.epochs = *a.sft_epochs;
-  if (at_least(a.dpo_epochs, 0, "--dpo-epochs")) o.dpo.epochs = *a.dpo_epochs;
-  if (positive(a.sft_lr, "--sft-lr")) o.sft.learning_rate = *a.sft_lr;
-  if (positive(a.dpo_lr, "--dpo-lr")) o.dpo.learning_rate = *a.dpo_lr;
-  if (at_least(a.memory_tokens, 8, "--memory-tokens")) o.prepare.memory.max_tokens = *a.memory_tokens;
-  if (at_least(a.memory_k, 0, "--memory-k")) o.prepare.memory.k = *a.memory_k;
-  if (at_least(a.grad_accum, 1, "--grad-accum")) o.sft.accumulation_steps = o.dpo.accumulation_steps = *a.grad_accum;
-  if (at_least(a.sft_batch, 1, "--sft-batch")) o.sft.batch_size = *a.sft_batch;
-  if (at_least(a.dpo_batch, 1, "--dpo-batch")) o.dpo.batch_size = *a.dpo_batch;
-  if (at_least(a.max_length, 8, "--max-length")) o.sft.max_length = *a.max_length;
-  if (at_least(a.dpo_max_length, 8, "--dpo-max-length")) o.dpo.max_length = *a.dpo_max_length;
-  if (at_least(a.dpo_max_prompt_length, 0, "--dpo-max-prompt-length")) o.dpo.max_prompt_length = *a.dpo_max_prompt_length;
-  if (positive(a.beta, "--beta")) o.dpo.dpo_beta = *a.beta;
-  if (at_least(a.lora_r, 1, "--lora-r")) o.sft.lora_r = o.dpo.lora_r = *a.lora_r;
-  if (positive(a.lora_alpha, "--lora-alpha")) o.sft.lora_alpha = o.dpo.lora_alpha = *a.lora_alpha;
-  if (a.rpo_alpha) {
-    if (*a.rpo_alpha < 0) throw UsageError("--rpo-alpha must be ≥ 0");
-    o.dpo.rpo_alpha = *a.rpo_alpha;
-  }
-  if (positive(a.sample_temperature, "--sample-temperature")) o.sample_temperature = *a.sample_temperature;
-  if (at_least(a.sample_limit, 0, "--sample-limit")) o.sample_limit = *a.sample_limit;
-  if (at_least(a.dpo_eval_tasks, 0, "--dpo-eval-tasks")) o.dpo_eval_tasks = *a.dpo_eval_tasks;
-  if (at_least(a.max_new_tokens, 1, "--max-new-tokens")) o.max_new_tokens = *a.max_new_tokens;
-  if (at_least(a.recommend_length, 1, "--recommend-length")) o.prepare.recommend_length = *a.recommend_length;
+  if (a.samples) o.samples = *a.samples;
+  if (a.sft_epochs) o.sft.epochs = *a.sft_epochs;
+  if (a.dpo_epochs) o.dpo.epochs = *a.dpo_epochs;
+  if (a.sft_lr) o.sft.learning_rate = *a.sft_lr;
+  if (a.dpo_lr) o.dpo.learning_rate = *a.dpo_lr;
+  if (a.memory_tokens) o.prepare.memory.max_tokens = *a.memory_tokens;
+  if (a.memory_k) o.prepare.memory.k = *a.memory_k;
+  if (a.grad_accum) o.sft.accumulation_steps = o.dpo.accumulation_steps = *a.grad_accum;
+  if (a.sft_batch) o.sft.batch_size = *a.sft_batch;
+  if (a.dpo_batch) o.dpo.batch_size = *a.dpo_batch;
+  if (a.max_length) o.sft.max_length = *a.max_length;
+  if (a.dpo_max_length) o.dpo.max_length = *a.dpo_max_length;
+  if (a.dpo_max_prompt_length) o.dpo.max_prompt_length = *a.dpo_max_prompt_length;
+  if (a.beta) o.dpo.dpo_beta = *a.beta;
+  if (a.lora_r) o.sft.lora_r = o.dpo.lora_r = *a.lora_r;
+  if (a.lora_alpha) o.sft.lora_alpha = o.dpo.lora_alpha = *a.lora_alpha;
+  if (a.rpo_alpha) o.dpo.rpo_alpha = *a.rpo_alpha;
+  if (a.sample_temperature) o.sample_temperature = *a.sample_temperature;
+  if (a.sample_limit) o.sample_limit = *a.sample_limit;
+  if (a.dpo_eval_tasks) o.dpo_eval_tasks = *a.dpo_eval_tasks;
+  if (a.max_new_tokens) o.max_new_tokens = *a.max_new_tokens;
+  if (a.recommend_length) o.prepare.recommend_length = *a.recommend_length;
   if (!a.sft_weights.empty()) o.sft_weights = puma::parse_sft_weights(a.sft_weights, o.sft_weights);
-  if (a.holdout) {
-    if (*a.holdout < 0) throw UsageError("--holdout takes an integer ≥ 0");
-    o.holdout = *a.holdout;
-  }
+  if (a.holdout) o.holdout = *a.holdout;
   apply_rl_flags(a, o);
   const bool shaped = a.vocab || a.hidden || a.layers || a.heads || a.kv_heads || a.ffn || a.tie_embeddings;
   if (shaped && !a.base_model.empty())
     throw UsageError("--vocab, --hidden, --layers, --heads, --kv-heads and --ffn shape a model trained from scratch; "
                      "--base-model brings its own");
-  if (at_least(a.vocab, 300, "--vocab")) o.tiny_vocab_size = *a.vocab;
-  if (at_least(a.hidden, 8, "--hidden")) o.shape.hidden = *a.hidden;
-  if (at_least(a.layers, 1, "--layers")) o.shape.layers = *a.layers;
-  if (at_least(a.heads, 1, "--heads")) o.shape.heads = *a.heads;
-  if (at_least(a.kv_heads, 1, "--kv-heads")) o.shape.kv_heads = *a.kv_heads;
-  if (at_least(a.ffn, 8, "--ffn")) o.shape.ffn = *a.ffn;
+  if (a.vocab) o.tiny_vocab_size = *a.vocab;
+  if (a.hidden) o.shape.hidden = *a.hidden;
+  if (a.layers) o.shape.layers = *a.layers;
+  if (a.heads) o.shape.heads = *a.heads;
+  if (a.kv_heads) o.shape.kv_heads = *a.kv_heads;
+  if (a.ffn) o.shape.ffn = *a.ffn;
   if (a.tie_embeddings) o.shape.tie_embeddings = *a.tie_embeddings;
-  if (o.shape.hidden % o.shape.heads != 0 || o.shape.heads % o.shape.kv_heads != 0)
-    throw UsageError(fmt::format("--hidden {} must be a multiple of --heads {}, and --heads of --kv-heads {}",
-                                 o.shape.hidden, o.shape.heads, o.shape.kv_heads));
+  o.validate();  // the library checks every value, before anything is loaded
   return o;
 }
 
 // Where the data and its services are (the pipeline settings are set by the caller).
-puma::TrainingConfig training_config(const PumaArgs& a) {
-  puma::TrainingConfig c;
+assemble::TrainingConfig training_config(const PumaArgs& a) {
+  assemble::TrainingConfig c;
   c.data = a.data;
   c.index_dir = a.index_dir;
   c.checkpoint = a.checkpoint;
@@ -229,7 +202,7 @@ std::string progress_text(const puma::TrainProgress& p) {
 // pipeline to checkpoint and stop; the destructor gives SIGINT back and clears the progress line.
 struct TerminalHooks {
   bool tty = isatty(STDERR_FILENO);
-  puma::TrainingHooks hooks;
+  assemble::TrainingHooks hooks;
   TerminalHooks() {
     hooks.status = stderr_status();
     hooks.log = [](const std::string& line) { std::cerr << "puma: " << line << "\n"; };
@@ -265,7 +238,7 @@ void print_report(const puma::PipelineReport& r, const std::string& out) {
 }
 
 void run_puma(const PumaArgs& a, const std::string& until) {
-  puma::TrainingConfig config = training_config(a);
+  assemble::TrainingConfig config = training_config(a);
   config.pipeline = pipeline_options(a);
   config.until = until;
   LlmSetup models = make_llm_setup(a.llm, /*need_agent=*/a.search_labels == "llm", /*need_user=*/false);
@@ -283,7 +256,7 @@ void run_puma(const PumaArgs& a, const std::string& until) {
     config.sample_model_name = a.sample_model;
   }
   TerminalHooks terminal;
-  puma::PipelineReport report = puma::run_training(config, models, terminal.hooks);
+  puma::PipelineReport report = assemble::run_training(config, models, terminal.hooks);
   if (report.cancelled) throw Error("interrupted; run the same command again to continue from the checkpoint");
   if (report.rank > 0) {  // a data-parallel rank other than 0: it trained; rank 0 reports
     std::cerr << fmt::format("pwab: rank {} of {} done; rank 0 writes the results to {}\n", report.rank, report.world,
@@ -315,26 +288,28 @@ void run_ablate(const AblateArgs& a) {
   o.memory_lengths = a.memory_lengths;
   o.bootstrap.resamples = a.bootstrap;
   if (a.seeds < 1) throw UsageError("--seeds takes an integer ≥ 1");
-  puma::TrainingConfig config = training_config(a.train);
+  assemble::TrainingConfig config = training_config(a.train);
   config.pipeline = o.base;
   LlmSetup models = make_llm_setup(a.train.llm, /*need_agent=*/a.train.search_labels == "llm", /*need_user=*/false);
   TerminalHooks terminal;
-  puma::TrainingSession session(config, models, terminal.hooks);
-  std::string md = puma::run_ablation(session, o, terminal.hooks.log);
+  assemble::TrainingSession session(config, models, terminal.hooks);
+  std::string md = puma::run_ablation(
+      [&session](const puma::PipelineOptions& p, const std::string& until) { return session.run(p, until); }, o,
+      terminal.hooks.log);
   std::cout << md;
 }
 
 void add_puma_options(CLI::App& cmd, PumaArgs& a) {
-  cmd.add_option("--data", a.data, "Dataset directory")->required();
-  cmd.add_option("--out", a.out, "Pipeline directory (created; re-running continues it)")->required();
+  add_shared_option(cmd, "--data", a.data)->required();
+  add_shared_option(cmd, "--out", a.out, "pipeline")->required();
   cmd.add_option("--preset", a.preset, "tiny (a small model from scratch, minutes), cpu (the CPU experiment: learns "
                                        "to write queries, < 1 h on 2 cores) or paper (the original's settings, "
                                        "docs/decisions.md §5; needs --base-model)")->capture_default_str();
   cmd.add_option("--base-model", a.base_model, "Hugging Face LLaMA directory to fine-tune (with LoRA)");
-  cmd.add_option("--embedder", a.embedder, "Memory retrieval and review rewards: fasttext | minilm:DIR | hashing")
+  add_shared_option(cmd, "--embedder", a.embedder)
       ->capture_default_str();
-  cmd.add_option("--checkpoint", a.checkpoint, "SASRec checkpoint (default: DATA's)");
-  cmd.add_option("--index-dir", a.index_dir, "BM25 index directory (default: DATA/.pwab-index)");
+  add_shared_option(cmd, "--checkpoint", a.checkpoint);
+  add_shared_option(cmd, "--index-dir", a.index_dir);
   cmd.add_option("--search-labels", a.search_labels, "Search pseudo-labels: heuristic, or llm (with --model)")
       ->capture_default_str();
   cmd.add_flag("--accept-deviations", a.accept_deviations,
@@ -357,8 +332,7 @@ void add_puma_options(CLI::App& cmd, PumaArgs& a) {
                                                  "default: the preset's)");
   cmd.add_option("--memory-k", a.memory_k, "Behaviours retrieved into the memory (0 = no memory; default: preset)");
   cmd.add_option("--memory-tokens", a.memory_tokens, "Memory token budget, BOS included (default: the preset's)");
-  cmd.add_option("--sft-mode", a.sft_mode, "What SFT trains on: function | param | function_param (the "
-                                           "original's --train_on; default function_param)");
+  add_shared_option(cmd, "--sft-mode", a.sft_mode);
   cmd.add_option("--sft-epochs", a.sft_epochs, "SFT epochs; 0 = no SFT (default: the preset's)");
   cmd.add_option("--sft-lr", a.sft_lr, "SFT learning rate (paper preset: 3e-4 as the original's script; the "
                                        "paper's text says 4e-3)");
@@ -368,10 +342,10 @@ void add_puma_options(CLI::App& cmd, PumaArgs& a) {
                                                "batch × accumulation (the original: 1 × 16 on 4 GPUs = 64)");
   cmd.add_option("--lora-r", a.lora_r, "LoRA rank (default 16)");
   cmd.add_option("--lora-alpha", a.lora_alpha, "LoRA alpha (default 32)");
-  cmd.add_option("--samples", a.samples, "DPO candidates per train task (default: the preset's)");
+  add_shared_option(cmd, "--samples", a.samples, "dpo");
   cmd.add_option("--sample-temperature", a.sample_temperature, "Sampling temperature of the candidates");
   cmd.add_option("--sample-limit", a.sample_limit, "Sample candidates for the first N train tasks only (0 = all)");
-  cmd.add_option("--max-new-tokens", a.max_new_tokens, "Tokens generated per parameter (default: the preset's)");
+  add_shared_option(cmd, "--max-new-tokens", a.max_new_tokens, "puma");
   cmd.add_option("--sample-base-url", a.sample_base_url,
                  "Sample the candidates from this OpenAI-compatible server (/v1/completions, n per prompt: vLLM)");
   cmd.add_option("--sample-model", a.sample_model, "The model name the sampling server serves");
@@ -430,7 +404,7 @@ void add_puma_options(CLI::App& cmd, PumaArgs& a) {
   cmd.add_flag("--rl-save-rollouts", a.rl_save_rollouts, "RL also writes every episode's token ids, sampling "
                                                          "log-probabilities, reward and advantage to "
                                                          "rl/work/rollouts.jsonl");
-  cmd.add_option("--seed", a.seed, "Seed of initialisation, data order and sampling")->capture_default_str();
+  add_shared_option(cmd, "--seed", a.seed, "training")->capture_default_str();
   cmd.add_option("--dist-timeout-s", a.dist_timeout_s,
                  "Started as several processes (srun -n N, torchrun): the most seconds a rank waits for the others "
                  "in one collective before it fails, naming the rank that stopped")
@@ -451,8 +425,8 @@ void run_fast_test(const FastTestArgs& a) {
     throw UsageError("give --functions FILE (and --params FILE), or --params FILE --dpo-out FILE for test.py's DPO mode");
   if (a.params.empty()) throw UsageError("give --params FILE (the original's {instruction: [parameter, ...]} file)");
   data::Dataset ds = data::load_dataset(a.data);
-  env::DatasetEnvironment world = env::open_environment(ds, a.data, {a.index_dir, a.checkpoint, stderr_status()},
-                                                        env::open_embedder(a.embedder, ds, a.data), a.top_k);
+  assemble::DatasetEnvironment world = assemble::open_environment(ds, a.data, {a.index_dir, a.checkpoint, stderr_status()},
+                                                        assemble::open_embedder(a.embedder, ds, a.data), a.top_k);
   std::vector<const data::Task*> tasks;
   for (const data::Task& t : ds.tasks(a.split == "test" ? data::Split::kTest : data::Split::kTrain)) tasks.push_back(&t);
   puma::Predictions params = puma::read_predictions(a.params);
@@ -533,7 +507,7 @@ void add_puma_commands(CLI::App& app) {
   ab->add_option("--memory-lengths", aa->memory_lengths, "Table 6's memory budgets in tokens (default: 256 512 768 "
                                                           "for --preset paper, else a quarter, half and all of the "
                                                           "preset's)")->delimiter(',');
-  ab->add_option("--bootstrap", aa->bootstrap, "Bootstrap resamples of the intervals")->capture_default_str();
+  add_shared_option(*ab, "--bootstrap", aa->bootstrap)->capture_default_str();
   ab->add_option("--rl-rows", aa->rl_rows, "Table 5 also trains the rows SFT + RL and RL without SFT (the RL branch "
                                            "of the PUMA and w/o SFT pipelines)")->capture_default_str();
   ab->callback([aa] { run_ablate(*aa); });
@@ -541,14 +515,14 @@ void add_puma_commands(CLI::App& app) {
   auto fa = std::make_shared<FastTestArgs>();
   auto* ft = puma->add_subcommand("fast-test", "Score prediction files in the original's layout (its test.py): "
                                               "{instruction: [tool]} and {instruction: [parameter, ...]}");
-  ft->add_option("--data", fa->data, "Dataset directory")->required();
+  add_shared_option(*ft, "--data", fa->data)->required();
   ft->add_option("--functions", fa->functions, "Function predictions {instruction: tool or [tool, ...]}");
   ft->add_option("--params", fa->params, "Parameter predictions {instruction: parameter or [parameter, ...]}");
-  ft->add_option("--split", fa->split, "Tasks to score: test (test.py) or train")->capture_default_str();
-  ft->add_option("--embedder", fa->embedder, "Review similarity: fasttext | minilm:DIR | hashing")->capture_default_str();
-  ft->add_option("--checkpoint", fa->checkpoint, "SASRec checkpoint (default: DATA's)");
-  ft->add_option("--index-dir", fa->index_dir, "BM25 index directory (default: DATA/.pwab-index)");
-  ft->add_option("--json", fa->json_out, "Also write the rows and per-task scores as JSON here");
+  add_shared_option(*ft, "--split", fa->split)->capture_default_str();
+  add_shared_option(*ft, "--embedder", fa->embedder)->capture_default_str();
+  add_shared_option(*ft, "--checkpoint", fa->checkpoint);
+  add_shared_option(*ft, "--index-dir", fa->index_dir);
+  add_shared_option(*ft, "--json", fa->json_out, "file");
   ft->add_option("--dpo-out", fa->dpo_out, "test.py's DPO mode: write {instruction: {candidate: score}} for every "
                                            "candidate of --params, scored with the task's true type");
   ft->callback([fa] { run_fast_test(*fa); });
@@ -556,16 +530,16 @@ void add_puma_commands(CLI::App& app) {
   auto ea = std::make_shared<ExportArgs>();
   auto* ex = puma->add_subcommand("export", "Write a pipeline's SFT data and preference pairs for TRL, LLaMA-Factory "
                                             "or the original scripts");
-  ex->add_option("--out", ea->out, "The pipeline directory (after prepare; pairs after score)")->required();
+  add_shared_option(*ex, "--out", ea->out, "pipeline")->required();
   ex->add_option("--to", ea->to, "Directory to write into")->required();
-  ex->add_option("--format", ea->format, "trl | llamafactory | original")->required();
-  ex->add_option("--sft-mode", ea->sft_mode, "SFT rows: function | param | function_param")->capture_default_str();
+  add_shared_option(*ex, "--format", ea->format, "export")->required();
+  add_shared_option(*ex, "--sft-mode", ea->sft_mode)->capture_default_str();
   ex->callback([ea] { run_export(*ea); });
 
   auto report_dir = std::make_shared<std::string>();
   auto* rep = puma->add_subcommand("report", "Rewrite and print a pipeline directory's report (report.md, "
                                              "report.json): curves, candidate statistics, fast tests");
-  rep->add_option("--out", *report_dir, "The pipeline directory")->required();
+  add_shared_option(*rep, "--out", *report_dir, "pipeline")->required();
   rep->callback([report_dir] { std::cout << puma::write_pipeline_report(*report_dir); });
 
   for (const auto& [name, until] : commands) {

@@ -6,8 +6,9 @@
 
 #include "cli/cli.h"
 #include "cli/common.h"
+#include "cli/options.h"
 #include "core/error.h"
-#include "env/services.h"
+#include "assemble/services.h"
 #include "models/torch_models.h"
 #include "rec/recommender.h"
 
@@ -24,17 +25,17 @@ void add_rec_commands(CLI::App& app) {
   auto train_args = std::make_shared<TrainArgs>();
   auto* train = rec->add_subcommand("train", "Train SASRec on DATA's history + train behaviours (resumable)");
   train->add_option("data", train_args->data, "Dataset directory")->required();
-  train->add_option("--out", train_args->out, "Checkpoint file (default: DATA/.pwab-rec/sasrec.pwab)");
+  add_shared_option(*train, "--out", train_args->out, "checkpoint");
   train->add_option("--epochs", train_args->options.epochs, "Total epochs")->check(CLI::Range(1, 100000));
   train->add_option("--eval-every", train_args->options.eval_every, "Validate and checkpoint every N epochs");
   train->add_option("--batch-size", train_args->options.batch_size, "Sequences per batch")->check(CLI::Range(1, 65536));
   train->add_option("--lr", train_args->options.lr, "Adam learning rate");
-  train->add_option("--seed", train_args->options.seed, "Random seed");
-  train->add_option("--threads", train_args->options.num_threads, "libtorch threads (0 = all cores)");
-  train->add_flag("--resume", train_args->options.resume, "Continue from the checkpoint if it exists");
+  add_shared_option(*train, "--seed", train_args->options.seed, "training");
+  add_shared_option(*train, "--threads", train_args->options.num_threads, "torch");
+  add_shared_flag(*train, "--resume", train_args->options.resume, "checkpoint");
   train->callback([train_args] {
     data::Dataset ds = load_data(train_args->data);
-    auto out = train_args->out.empty() ? env::default_rec_checkpoint(train_args->data) : std::filesystem::path(train_args->out);
+    auto out = train_args->out.empty() ? assemble::default_rec_checkpoint(train_args->data) : std::filesystem::path(train_args->out);
     rec::TrainReport r = models::torch_models().train_recommender(ds, train_args->options, out);
     if (r.epochs_run == 0) {
       std::cerr << fmt::format("pwab: {} is already trained to epoch {} (best HR@10 {:.4f}, NDCG@10 {:.4f}); nothing to do\n",
@@ -55,14 +56,13 @@ void add_rec_commands(CLI::App& app) {
   };
   auto args = std::make_shared<RecommendArgs>();
   auto* recommend = app.add_subcommand("recommend", "Recommend from ASINs in time order: print rank<TAB>asin<TAB>score");
-  recommend->add_option("--data", args->data, "Dataset directory")->required();
-  recommend->add_option("--checkpoint", args->checkpoint,
-                        "An original PersonalWAB .pth or a pwab checkpoint (default: DATA/.pwab-rec/sasrec.pwab)");
-  recommend->add_option("--k", args->k, "Number of recommendations")->check(CLI::Range(1, 1000));
+  add_shared_option(*recommend, "--data", args->data)->required();
+  add_shared_option(*recommend, "--checkpoint", args->checkpoint);
+  add_shared_option(*recommend, "--k", args->k)->check(CLI::Range(1, 1000));
   recommend->add_option("asins", args->asins, "Product ASINs, oldest first")->required();
   recommend->callback([args] {
     data::Dataset ds = load_data(args->data);
-    auto ckpt = args->checkpoint.empty() ? env::default_rec_checkpoint(args->data) : std::filesystem::path(args->checkpoint);
+    auto ckpt = args->checkpoint.empty() ? assemble::default_rec_checkpoint(args->data) : std::filesystem::path(args->checkpoint);
     if (!std::filesystem::exists(ckpt))
       throw Error("no recommender checkpoint at " + ckpt.string() + ": run `pwab rec train " + args->data +
                   "` or pass --checkpoint");

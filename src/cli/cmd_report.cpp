@@ -7,6 +7,7 @@
 
 #include "cli/cli.h"
 #include "cli/common.h"
+#include "cli/options.h"
 #include "core/error.h"
 #include "core/sys.h"
 #include "report/diagnosis.h"
@@ -26,29 +27,29 @@ void add_report_command(CLI::App& app) {
     bool quiet = false;
   };
   auto a = std::make_shared<ReportArgs>();
-  auto* cmd = app.add_subcommand("report", "Write one self-contained HTML page: scores, charts, comparison, trajectories");
+  auto* cmd = app.add_subcommand("report", "Write one self-contained HTML page: scores, charts, comparison, "
+                                              "trajectories; with --data, also why tasks fail (diagnosis, user leaks, "
+                                              "personalization) and the viewer's category and flag filters");
   cmd->add_option("run_dirs", a->dirs, "Run directories (the first is the baseline of the paired comparison)")
       ->required();
-  cmd->add_option("--out", a->out, "The HTML file to write")->required();
+  add_shared_option(*cmd, "--out", a->out, "html")->required();
   cmd->add_option("--title", a->title, "Page title")->capture_default_str();
   // The same defaults as `pwab score`, so the page's numbers are the ones it prints.
-  cmd->add_option("--bootstrap", a->resamples, "Bootstrap resamples (0 = no intervals)")->capture_default_str()
+  add_shared_option(*cmd, "--bootstrap", a->resamples)->capture_default_str()
       ->check(CLI::Range(0, 1000000));
-  cmd->add_option("--confidence", a->confidence, "Interval level")->capture_default_str()->check(CLI::Range(0.5, 0.999));
-  cmd->add_option("--seed", a->seed, "Bootstrap seed")->capture_default_str();
+  add_shared_option(*cmd, "--confidence", a->confidence)->capture_default_str()->check(CLI::Range(0.5, 0.999));
+  add_shared_option(*cmd, "--seed", a->seed, "bootstrap")->capture_default_str();
   cmd->add_option("--max-observation", a->max_observation,
                   "Cut observations longer than this many bytes in the page (0 = keep whole)")
       ->capture_default_str();
   cmd->add_option("--failed-below", a->failed_below, "The viewer's default 'failed' threshold on R")
       ->capture_default_str()->check(CLI::Range(0.0, 1.0));
-  cmd->add_option("--data", a->data,
-                  "The runs' dataset: adds the diagnosis (why tasks fail, user leaks, personalization) and the "
-                  "viewer's category and flag filters");
-  cmd->add_flag("--quiet", a->quiet, "No summary line on stderr");
+  add_shared_option(*cmd, "--data", a->data);
+  add_shared_flag(*cmd, "--quiet", a->quiet);
   cmd->callback([a] {
     Stopwatch clock;
-    std::vector<report::Run> runs;
-    for (const auto& d : a->dirs) runs.push_back(report::read_run(d));
+    std::vector<runner::Run> runs;
+    for (const auto& d : a->dirs) runs.push_back(runner::read_run(d));
     report::ReportOptions options;
     options.title = a->title;
     options.bootstrap = {a->resamples, a->confidence, a->seed};

@@ -1,5 +1,5 @@
-// `pwab run`, `pwab score`, `pwab compare`, `pwab merge` and `pwab agents`: flags bound to runner::RunConfig and
-// run by runner::run_benchmark (runner/benchmark.h); the reading commands print report/ and metrics/ tables.
+// `pwab run`, `pwab score`, `pwab compare`, `pwab merge` and `pwab agents`: flags bound to assemble::RunConfig and
+// run by assemble::run_benchmark (assemble/benchmark.h); the reading commands print report/ and metrics/ tables.
 #include <CLI/CLI.hpp>
 
 #include <cstdlib>
@@ -14,14 +14,16 @@
 #include "agents/agent.h"
 #include "cli/cli.h"
 #include "cli/common.h"
+#include "cli/options.h"
 #include "cli/llm_setup.h"
 #include "core/error.h"
 #include "core/sys.h"
 #include "metrics/metrics.h"
 #include "report/diagnosis.h"
-#include "report/runs.h"
-#include "runner/benchmark.h"
-#include "runner/rescore.h"
+#include "runner/read_run.h"
+#include "report/summaries.h"
+#include "assemble/benchmark.h"
+#include "assemble/rescore.h"
 #include "runner/results.h"
 #include "runner/run.h"
 
@@ -38,7 +40,7 @@ extern "C" void on_sigint(int) {
 
 //! The flags of `pwab run` as typed; to_config() turns them into the runner's RunConfig.
 struct RunArgs {
-  runner::RunConfig config;
+  assemble::RunConfig config;
   std::string data, out, checkpoint, index_dir, track = "single", tasks = "0:", shard = "0/1", agent_url, agent_token;
   std::vector<std::string> agent_opts;
   int memory_length = 0;  // 0: the agent's default
@@ -46,9 +48,8 @@ struct RunArgs {
   LlmFlags llm;
 };
 
-runner::Track parse_track(const std::string& s) {
-  if (s == "single") return runner::Track::kSingleTurn;
-  if (s == "multi") return runner::Track::kMultiTurn;
+data::Track parse_track(const std::string& s) {
+  if (auto track = data::parse_track(s)) return *track;
   throw UsageError("--track must be single or multi, got '" + s + "'");
 }
 
@@ -62,8 +63,8 @@ std::map<std::string, std::string> parse_agent_opts(const std::vector<std::strin
   return out;
 }
 
-runner::RunConfig to_config(const RunArgs& a) {
-  runner::RunConfig c = a.config;
+assemble::RunConfig to_config(const RunArgs& a) {
+  assemble::RunConfig c = a.config;
   c.data = a.data;
   c.out = a.out;
   c.checkpoint = a.checkpoint;
@@ -109,15 +110,15 @@ class ProgressPrinter {
 };
 
 void run_command(const RunArgs& a) {
-  runner::RunConfig config = to_config(a);
-  const std::string user_sim = runner::effective_user_sim(config);
-  runner::RunModels models = make_llm_setup(a.llm, /*need_agent=*/true, /*need_user=*/user_sim == "llm");
+  assemble::RunConfig config = to_config(a);
+  const std::string user_sim = assemble::effective_user_sim(config);
+  assemble::RunModels models = make_llm_setup(a.llm, /*need_agent=*/true, /*need_user=*/user_sim == "llm");
   if (config.embedder.rfind("openai:", 0) == 0)
     models.embedder = make_openai_embedder(a.llm, config.embedder.substr(7), models.ledger.get());
 
   // A person answering at the terminal (--user-sim human) shares stderr with the progress line: keep it quiet.
   ProgressPrinter printer(!a.quiet && user_sim != "human");
-  runner::RunHooks hooks;
+  assemble::RunHooks hooks;
   if (!a.quiet) hooks.status = stderr_status();
   hooks.progress = [&printer](const runner::RunProgress& p, const std::string& cost) { printer(p, cost); };
   hooks.interrupt = &g_interrupted;
@@ -130,7 +131,14 @@ void run_command(const RunArgs& a) {
     std::signal(SIGINT, previous);
     printer.end();
   };
-  runner::BenchmarkResult r = runner::run_benchmark(config, models, hooks);
+  assemble::BenchmarkResult r = assemble::run_benchmark(config, models, hooks);
+  // The summary files beside the records, with the diagnosis on the run's dataset (`pwab score` rebuilds them).
+  std::string summary_table;
+  if (r.finished)
+    summary_table = r.records ? report::write_summaries(runner::make_run(config.out, runner::read_manifest(config.out),
+                                                                         std::move(*r.records)),
+                                                        {}, r.dataset.get())
+                              : report::write_summaries(config.out, {}, r.dataset.get());
 
   const auto& p = r.progress;
   if (!a.quiet) {
@@ -145,7 +153,7 @@ void run_command(const RunArgs& a) {
   if (r.interrupted)
     throw Error(fmt::format("interrupted after {} of {} tasks; continue with the same command plus --resume",
                             p.finished, p.total));
-  std::cout << r.summary_table;
+  std::cout << summary_table;
   if (p.errored)
     throw Error(fmt::format("{} tasks errored (see `error` in results.jsonl); rerun with --resume to retry them",
                             p.errored));
@@ -156,8 +164,8 @@ void run_command(const RunArgs& a) {
 void add_run_commands(CLI::App& app) {
   auto a = std::make_shared<RunArgs>();
   auto* run = app.add_subcommand("run", "Run an agent on a split's tasks and score it (resumable)");
-  run->add_option("--data", a->data, "Dataset directory")->required();
-  run->add_option("--split", a->config.split, "Task split: test or train")->capture_default_str();
+  add_shared_option(*run, "--data", a->data)->required();
+  add_shared_option(*run, "--split", a->config.split)->capture_default_str();
   run->add_option("--track", a->track, "single or multi (turn)")->capture_default_str();
   run->add_option("--agent", a->config.agent, "Agent name (see `pwab agents`)")->capture_default_str();
   run->add_option("--memory", a->config.agent_options.memory, "Memory strategy of the agent (default: the agent's own)");
@@ -170,29 +178,26 @@ void add_run_commands(CLI::App& app) {
   run->add_option("--user-sim", a->config.user_sim,
                   "none, scripted, llm or human (a person at this terminal; default: scripted in multi-turn, none "
                   "in single)");
-  run->add_option("--user-guard", a->config.user_guard,
-                  "With --user-sim llm: ask again up to N times when the user's reply gives the target away (its "
-                  "ASIN, title words or true review), then say a neutral line; 0 = off (docs/simulator.md)")
+  add_shared_option(*run, "--user-guard", a->config.user_guard)
       ->capture_default_str();
   run->add_option("--max-steps", a->config.max_steps,
                   "Agent calls per task (default: 10 multi-turn; single-turn 10, or 3 for ReAct-style agents)")
       ->check(CLI::Range(1, 1000));
   run->add_option("--concurrency", a->config.concurrency, "Episodes in parallel (0 = one per core)")->check(CLI::Range(0, 4096));
-  run->add_option("--out", a->out, "Run directory (manifest.json, results.jsonl, summary.*)")->required();
-  run->add_option("--seed", a->config.seed, "Seed of the run (user simulator, agents)")->capture_default_str();
+  add_shared_option(*run, "--out", a->out, "run")->required();
+  add_shared_option(*run, "--seed", a->config.seed, "run")->capture_default_str();
   run->add_option("--tasks", a->tasks, "Task positions A:B within the split (B exclusive)")->capture_default_str();
   run->add_option("--shard", a->shard, "Run shard K of N (tasks with position % N == K)")->capture_default_str();
-  run->add_flag("--resume", a->config.resume, "Continue RUN_DIR: skip finished tasks, retry errored ones");
+  add_shared_flag(*run, "--resume", a->config.resume, "run");
   run->add_option("--trials", a->config.trials,
                   "Runs per task, for pass^k and flip rates (default 1; on --resume the run's, which may be raised)")
       ->check(CLI::Range(1, 1000));
-  run->add_option("--embedder", a->config.embedder,
-                  "Text embedder: fasttext (trained on DATA, cached), minilm:MODEL_DIR, openai:MODEL or hashing")
+  add_shared_option(*run, "--embedder", a->config.embedder)
       ->capture_default_str();
-  run->add_option("--checkpoint", a->checkpoint, "SASRec checkpoint (default: DATA/.pwab-rec/sasrec.pwab)");
-  run->add_option("--index-dir", a->index_dir, "Search index root (default: DATA/.pwab-index)");
-  run->add_option("--top-k", a->config.top_k, "Results per search/recommendation call")->capture_default_str()->check(CLI::Range(1, 1000));
-  run->add_flag("--quiet", a->quiet, "No progress or status lines on stderr");
+  add_shared_option(*run, "--checkpoint", a->checkpoint);
+  add_shared_option(*run, "--index-dir", a->index_dir);
+  add_shared_option(*run, "--top-k", a->config.top_k, "results")->capture_default_str()->check(CLI::Range(1, 1000));
+  add_shared_flag(*run, "--quiet", a->quiet);
   add_llm_flags(*run, a->llm);
   run->callback([a] { run_command(*a); });
 
@@ -203,20 +208,20 @@ void add_run_commands(CLI::App& app) {
     uint64_t seed = 1;
   };
   auto s = std::make_shared<ScoreArgs>();
-  auto* score = app.add_subcommand("score", "Recompute a run's summary from its records alone");
+  auto* score = app.add_subcommand("score", "Recompute a run's summary from its records alone; with --data, also the "
+                                            "diagnosis (failure categories, user leaks, personalization)");
   score->add_option("run_dir", s->dir, "Run directory")->required();
-  score->add_option("--format", s->format, "table, md, csv or json")->capture_default_str();
-  score->add_option("--bootstrap", s->resamples, "Bootstrap resamples (0 = no intervals)")->capture_default_str();
-  score->add_option("--confidence", s->confidence, "Interval level")->capture_default_str()->check(CLI::Range(0.5, 0.999));
-  score->add_option("--seed", s->seed, "Bootstrap seed")->capture_default_str();
+  add_shared_option(*score, "--format", s->format, "summary")->capture_default_str();
+  add_shared_option(*score, "--bootstrap", s->resamples)->capture_default_str();
+  add_shared_option(*score, "--confidence", s->confidence)->capture_default_str()->check(CLI::Range(0.5, 0.999));
+  add_shared_option(*score, "--seed", s->seed, "bootstrap")->capture_default_str();
   score->add_option("--pass-threshold", s->pass_threshold,
                     "A trial passes at F = 1, R > 0 and R >= T (pass^k, and 'solved' in the diagnosis); T or "
                     "TYPE=T,... (default " + metrics::PassRule{}.to_string() + ")");
-  score->add_option("--data", s->data,
-                    "The run's dataset: adds the diagnosis (failure categories, user leaks, personalization)");
+  add_shared_option(*score, "--data", s->data);
   score->add_option("--records-out", s->records_out, "With --data: write each record's diagnosis here (JSONL)");
   score->callback([s] {
-    auto run = report::read_run(s->dir);
+    auto run = runner::read_run(s->dir);
     auto rule = s->pass_threshold.empty() ? metrics::PassRule{} : metrics::PassRule::parse(s->pass_threshold);
     const metrics::BootstrapOptions bootstrap{s->resamples, s->confidence, s->seed};
     auto summary = metrics::summarize(run.outcomes, bootstrap, rule);
@@ -239,16 +244,16 @@ void add_run_commands(CLI::App& app) {
     uint64_t seed = 1;
   };
   auto c = std::make_shared<CompareArgs>();
-  auto* compare = app.add_subcommand("compare", "Paired per-task difference B − A of two runs, with intervals");
+  auto* compare = app.add_subcommand("compare", "Paired per-task difference B − A of two runs, with intervals; with --data, "
+                                                "also how tasks moved between failure categories and the "
+                                                "personalization difference");
   compare->add_option("run_a", c->a, "Run directory A")->required();
   compare->add_option("run_b", c->b, "Run directory B")->required();
-  compare->add_option("--bootstrap", c->resamples, "Bootstrap resamples")->capture_default_str();
-  compare->add_option("--seed", c->seed, "Bootstrap seed")->capture_default_str();
-  compare->add_option("--data", c->data,
-                      "The runs' dataset: adds how tasks moved between failure categories and the personalization "
-                      "difference");
+  add_shared_option(*compare, "--bootstrap", c->resamples)->capture_default_str();
+  add_shared_option(*compare, "--seed", c->seed, "bootstrap")->capture_default_str();
+  add_shared_option(*compare, "--data", c->data);
   compare->callback([c] {
-    auto ra = report::read_run(c->a), rb = report::read_run(c->b);
+    auto ra = runner::read_run(c->a), rb = runner::read_run(c->b);
     if (ra.manifest.dataset_fingerprint != rb.manifest.dataset_fingerprint)
       std::cerr << "pwab: warning: the runs used different datasets; only tasks with the same key are paired\n";
     if (ra.embedder != rb.embedder)
@@ -271,7 +276,7 @@ void add_run_commands(CLI::App& app) {
   };
   auto m = std::make_shared<MergeArgs>();
   auto* merge = app.add_subcommand("merge", "Combine the shard run directories of one run into OUT");
-  merge->add_option("--out", m->out, "Merged run directory")->required();
+  add_shared_option(*merge, "--out", m->out, "run")->required();
   merge->add_option("shards", m->shards, "Shard run directories (all N of them)")->required();
   merge->callback([m] {
     std::vector<std::filesystem::path> dirs(m->shards.begin(), m->shards.end());
@@ -281,24 +286,24 @@ void add_run_commands(CLI::App& app) {
 
   struct RescoreArgs {
     std::string run, out;
-    runner::RescoreOptions options;
+    assemble::RescoreOptions options;
     std::string data;
   };
   auto rs = std::make_shared<RescoreArgs>();
   auto* rescore = app.add_subcommand("rescore", "Re-grade a run from its stored trajectories (no agent is called): "
-                                                "the actions replayed against DATA's tools and scorers");
+                                                "the actions replayed against DATA's tools and scorers (e.g. a fixed version of "
+                                                "the dataset), into a new run directory");
   rescore->add_option("run", rs->run, "The run directory to re-grade")->required();
-  rescore->add_option("--data", rs->data, "Dataset to score against (e.g. a fixed version)")->required();
-  rescore->add_option("--out", rs->out, "New run directory")->required();
-  rescore->add_option("--embedder", rs->options.embedder, "Review similarity: fasttext | minilm:DIR | hashing "
-                                                          "(default: the run's own)");
-  rescore->add_option("--index-dir", rs->options.index_dir, "Search index root (default DATA's)");
-  rescore->add_option("--checkpoint", rs->options.checkpoint, "SASRec checkpoint (default DATA's)");
-  rescore->add_option("--top-k", rs->options.top_k, "Results per search or recommendation (default: the run's)");
+  add_shared_option(*rescore, "--data", rs->data)->required();
+  add_shared_option(*rescore, "--out", rs->out, "run")->required();
+  add_shared_option(*rescore, "--embedder", rs->options.embedder)->default_str("the run's own");
+  add_shared_option(*rescore, "--index-dir", rs->options.index_dir);
+  add_shared_option(*rescore, "--checkpoint", rs->options.checkpoint);
+  add_shared_option(*rescore, "--top-k", rs->options.top_k, "results")->default_str("the run's own");
   rescore->callback([rs] {
     rs->options.data = rs->data;
     rs->options.status = stderr_status();
-    runner::RescoreReport r = runner::rescore_run(rs->run, rs->out, rs->options);
+    assemble::RescoreReport r = assemble::rescore_run(rs->run, rs->out, rs->options);
     std::cerr << fmt::format("pwab: re-graded {} records into {} ({} copied as errored); {} changed score, {} saw "
                              "different observations\n",
                              r.rescored, rs->out, r.copied_errors, r.changed_scores, r.changed_observations);

@@ -7,6 +7,7 @@
 
 #include "cli/cli.h"
 #include "cli/common.h"
+#include "cli/options.h"
 #include "core/error.h"
 #include "core/sys.h"
 #include "search/search.h"
@@ -48,7 +49,7 @@ void add_search_commands(CLI::App& app) {
   auto build_args = std::make_shared<IndexArgs>();
   auto* build = index->add_subcommand("build", "Build (or verify) the search index of DATA's catalogue");
   build->add_option("data", build_args->data, "Dataset directory")->required();
-  build->add_option("--cache-dir", build_args->cache_dir, "Index root (default: DATA/.pwab-index)");
+  add_shared_option(*build, "--cache-dir", build_args->cache_dir);
   build->callback([build_args] {
     data::Dataset ds = load_data(build_args->data);
     Stopwatch clock;
@@ -59,7 +60,7 @@ void add_search_commands(CLI::App& app) {
 
   auto docs_args = std::make_shared<IndexArgs>();
   auto* docs = index->add_subcommand("docs", "Print every indexed document as asin<TAB>text (text flattened)");
-  docs->add_option("--data", docs_args->data, "Dataset directory")->required();
+  add_shared_option(*docs, "--data", docs_args->data)->required();
   docs->callback([docs_args] {
     data::Dataset ds = load_data(docs_args->data);
     search::write_documents_tsv(ds, std::cout);
@@ -71,11 +72,11 @@ void add_search_commands(CLI::App& app) {
   };
   auto args = std::make_shared<SearchArgs>();
   auto* search = app.add_subcommand("search", "BM25 search: print qid<TAB>rank<TAB>asin<TAB>score for the top k");
-  search->add_option("--data", args->data, "Dataset directory")->required();
+  add_shared_option(*search, "--data", args->data)->required();
   search->add_option("--queries", args->queries, "File of qid<TAB>query lines");
   search->add_option("query", args->query, "A single query (qid q0)");
-  search->add_option("--k", args->k, "Results per query")->check(CLI::Range(1, 1000));
-  search->add_option("--cache-dir", args->cache_dir, "Index root (default: DATA/.pwab-index)");
+  add_shared_option(*search, "--k", args->k)->check(CLI::Range(1, 1000));
+  add_shared_option(*search, "--cache-dir", args->cache_dir);
   search->callback([args] {
     if (args->queries.empty() == args->query.empty()) throw UsageError("give either QUERY or --queries FILE");
     data::Dataset ds = load_data(args->data);

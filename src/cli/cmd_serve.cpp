@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "cli/cli.h"
+#include "cli/options.h"
 #include "cli/serve_setup.h"
 #include "core/error.h"
 #include "core/version.h"
@@ -47,7 +48,8 @@ std::string serve_token(const ServeArgs& a) {
 }
 
 void serve(const ServeArgs& a) {
-  ServedEnvironment served(a.service);
+  auto served_env = open_served_environment(a.service);
+  assemble::ServedEnvironment& served = *served_env;
   serve::EpisodeService& service = served.service();
   const data::Dataset& ds = served.dataset();
   // MCP over streamable HTTP at /mcp, on the same episodes as the JSON API (docs/mcp.md).
@@ -107,17 +109,14 @@ void add_serve_command(CLI::App& app) {
   auto a = std::make_shared<ServeArgs>();
   auto* cmd = app.add_subcommand("serve", "Serve the environment over HTTP/JSON for agents in other processes");
   add_service_flags(*cmd, a->service);
-  cmd->add_option("--host", a->host,
-                  "Address to listen on (loopback by default; any other address needs --token or PWAB_SERVE_TOKEN)")
+  add_shared_option(*cmd, "--host", a->host)
       ->capture_default_str();
-  cmd->add_option("--token", a->token,
-                  "Bearer token every request must carry (default: the PWAB_SERVE_TOKEN environment variable, which "
-                  "`ps` does not show); required off loopback");
+  add_shared_option(*cmd, "--token", a->token);
   cmd->add_option("--allowed-host", a->allowed_hosts,
                   "A Host name besides localhost/127.0.0.1/[::1] to answer without a token (repeatable)");
   cmd->add_option("--allowed-origin", a->allowed_origins,
                   "A web origin's host besides the loopback ones whose pages may call the server (repeatable)");
-  cmd->add_option("--port", a->port, "Port (0 = any free port; the URL is printed on stdout)")
+  add_shared_option(*cmd, "--port", a->port)
       ->capture_default_str()
       ->check(CLI::Range(0, 65535));
   cmd->add_option("--max-body-bytes", a->max_body_bytes, "Largest request body")->capture_default_str()->check(CLI::Range(64, 1 << 30));
@@ -125,9 +124,7 @@ void add_serve_command(CLI::App& app) {
                   "Most seconds from a request's first byte to its last; a slower request gets 408")
       ->capture_default_str()
       ->check(CLI::Range(0.01, 3600.0));
-  cmd->add_option("--threads", a->threads,
-                  "Threads for requests that may wait (an LLM user simulator, a record to fsync); every other request "
-                  "runs on the I/O threads")
+  add_shared_option(*cmd, "--threads", a->threads, "blocking")
       ->capture_default_str()
       ->check(CLI::Range(1, 100000));
   cmd->add_option("--io-threads", a->io_threads, "Threads that serve every connection (0 = one per core)")

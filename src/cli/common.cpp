@@ -15,11 +15,11 @@ std::function<void(const std::string&)> stderr_status() {
   return [](const std::string& line) { std::cerr << "pwab: " << line << "\n"; };
 }
 
-env::ServiceOptions service_options(const std::string& index_dir, const std::string& checkpoint, bool announce) {
+assemble::ServiceOptions service_options(const std::string& index_dir, const std::string& checkpoint, bool announce) {
   return {index_dir, checkpoint, announce ? stderr_status() : nullptr};
 }
 
-report::Diagnosis diagnose_run(const report::Run& run, const data::Dataset& ds, const std::string& dir,
+report::Diagnosis diagnose_run(const runner::Run& run, const data::Dataset& ds, const std::string& dir,
                                const metrics::PassRule& rule, const metrics::BootstrapOptions& bootstrap) {
   if (const std::string fingerprint = runner::dataset_fingerprint(dir); fingerprint != run.manifest.dataset_fingerprint)
     std::cerr << fmt::format("pwab: warning: {} was not made on {} (dataset fingerprint {} vs {})\n", run.dir.string(),

@@ -1,5 +1,6 @@
 // The model flags of `pwab run` → endpoints, record/replay cache, ledger.
 #include "cli/llm_setup.h"
+#include "cli/options.h"
 
 #include <CLI/CLI.hpp>
 
@@ -45,7 +46,7 @@ std::shared_ptr<llm::ChatModel> with_cache(std::shared_ptr<llm::ChatModel> model
 }  // namespace
 
 void add_llm_flags(CLI::App& cmd, LlmFlags& f) {
-  cmd.add_option("--model", f.model, "The agent's model, served by an OpenAI-compatible endpoint");
+  add_shared_option(cmd, "--model", f.model, "endpoint");
   cmd.add_option("--local-model", f.local_model,
                  "Serve the agent's raw-text completions from this local PUMA model directory (pwab puma train's "
                  "sft/model or dpo/model) instead of an endpoint");
@@ -57,7 +58,7 @@ void add_llm_flags(CLI::App& cmd, LlmFlags& f) {
   cmd.add_option("--user-model", f.user_model, "The LLM user simulator's model (default: --model)");
   cmd.add_option("--user-base-url", f.user_base_url, "The user simulator's endpoint (default: the agent's)");
   cmd.add_option("--user-api-key-env", f.user_api_key_env, "Variable holding its key (default: --api-key-env)");
-  cmd.add_option("--temperature", f.temperature, "The agent's sampling temperature (default 0.0, as the original)");
+  add_shared_option(cmd, "--temperature", f.temperature, "agent");
   cmd.add_option("--llm-seed", f.llm_seed, "Seed sent with every model request");
   cmd.add_option("--llm-cache", f.cache_dir, "Record every model request and response in DIR (SQLite)");
   cmd.add_flag("--replay", f.replay, "Answer every model request from --llm-cache; a miss stops the run");

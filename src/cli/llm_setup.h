@@ -8,7 +8,7 @@
 #include <string>
 
 #include "llm/llm.h"
-#include "runner/benchmark.h"
+#include "assemble/benchmark.h"
 
 namespace CLI {
 class App;
@@ -40,9 +40,9 @@ struct LlmFlags {
 //! Registers the flags above on `cmd`.
 void add_llm_flags(CLI::App& cmd, LlmFlags& flags);
 
-//! The models of one run, ready to use (runner/benchmark.h). Members are null when not needed; the ledger is
+//! The models of one run, ready to use (assemble/benchmark.h). Members are null when not needed; the ledger is
 //! always set (prices from --prices or built in).
-using LlmSetup = runner::RunModels;
+using LlmSetup = assemble::RunModels;
 
 //! Builds the endpoints, cache and ledger. `need_agent`: the agent uses --model; `need_user`: --user-sim llm.
 //! UsageError for missing models, an endpoint without a key where one is required (unless replaying), a budget

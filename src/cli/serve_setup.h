@@ -1,14 +1,14 @@
-// src/cli/serve_setup.h: what `pwab serve` and `pwab mcp` share: the service flags and the served environment
-// (dataset, search index, SASRec, embedder, user simulators, run directories, the EpisodeService).
+// src/cli/serve_setup.h: the flags `pwab serve` and `pwab mcp` share, and the served environment they open
+// (assemble/served_environment.h).
 #pragma once
+
 #include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>
 
+#include "assemble/served_environment.h"
 #include "cli/llm_setup.h"
-#include "data/dataset.h"
-#include "serve/episode_service.h"
 
 namespace CLI {
 class App;
@@ -32,20 +32,7 @@ struct ServiceArgs {
 //! --user-guard and the LLM flags (for `--user-sim llm` episodes).
 void add_service_flags(CLI::App& cmd, ServiceArgs& args);
 
-//! The environment a server serves, loaded from the flags; prints nothing on stdout (stdio MCP needs it clean).
-class ServedEnvironment {
- public:
-  explicit ServedEnvironment(const ServiceArgs& args);
-  ~ServedEnvironment();
-  ServedEnvironment(const ServedEnvironment&) = delete;
-  ServedEnvironment& operator=(const ServedEnvironment&) = delete;
-
-  serve::EpisodeService& service();
-  const data::Dataset& dataset() const;
-
- private:
-  struct Parts;
-  std::unique_ptr<Parts> parts_;
-};
+//! The served environment of the flags, with the LLM user's model when --user-model or --model names one.
+std::unique_ptr<assemble::ServedEnvironment> open_served_environment(const ServiceArgs& args);
 
 }  // namespace pwab::cli

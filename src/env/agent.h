@@ -8,7 +8,7 @@
 
 #include "data/types.h"
 #include "env/environment.h"
-#include "env/track.h"
+#include "data/track.h"
 
 namespace pwab::env {
 
@@ -25,7 +25,7 @@ class Agent {
  public:
   virtual ~Agent() = default;
   //! Called once, before the first next(), with the task and the environment's first observation.
-  virtual void begin(const data::Task& task, const std::string& first_observation, Track track) = 0;
+  virtual void begin(const data::Task& task, const std::string& first_observation, data::Track track) = 0;
   //! The next action given the previous action's observation (empty on the first call). One call = one step
   //! (one LLM call).
   virtual AgentStep next(const std::string& observation) = 0;

@@ -34,7 +34,7 @@ constexpr MetricRef kMetrics[] = {{"Function Acc", "f_acc", &GroupSummary::f_acc
                                   {"Res Acc", "r_acc", &GroupSummary::r_acc},
                                   {"Avg. Steps", "avg_steps", &GroupSummary::avg_steps}};
 
-std::size_t n_metrics(Track track) { return track == Track::kMultiTurn ? 3 : 2; }
+std::size_t n_metrics(data::Track track) { return track == data::Track::kMultiTurn ? 3 : 2; }
 
 bool has_trials(const Summary& s) { return s.trials.max_trials > 1; }
 
@@ -138,7 +138,7 @@ void append_aligned(std::string& out, const std::vector<std::vector<std::string>
 std::string format_cell(const Cell& c) { return fmt::format("{:.3f} [{:.2f}, {:.2f}]", c.value, c.ci_low, c.ci_high); }
 std::string format_diff(const Cell& c) { return fmt::format("{:+.3f} [{:.2f}, {:.2f}]", c.value, c.ci_low, c.ci_high); }
 
-std::string format_table(const Summary& summary, std::string_view title, Track track) {
+std::string format_table(const Summary& summary, std::string_view title, data::Track track) {
   auto groups = groups_of(summary);
   std::size_t k = n_metrics(track);
   // Cell texts first, so each column can be sized to its widest entry.
@@ -199,7 +199,7 @@ std::string format_table(const Summary& summary, std::string_view title, Track t
   return out;
 }
 
-std::string format_markdown(const Summary& summary, std::string_view title, Track track) {
+std::string format_markdown(const Summary& summary, std::string_view title, data::Track track) {
   auto groups = groups_of(summary);
   std::size_t k = n_metrics(track);
   std::string header = "| Method |", rule = "|---|", row = "| " + markdown_escape(title) + " |";

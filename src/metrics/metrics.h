@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "data/types.h"
-#include "env/track.h"
+#include "data/track.h"
 
 namespace pwab::metrics {
 
@@ -168,7 +168,6 @@ Comparison compare(const std::vector<TaskOutcome>& a, const std::vector<TaskOutc
 
 //! Which columns the table and Markdown renderings show: Avg. Steps only for the multi-turn track,
 //! as in the paper's Tables 3 and 4. CSV and JSON always carry every metric.
-using Track = env::Track;  // one enum for agents, runner and tables (env/track.h)
 
 //! The percentile interval of bootstrap `draws` (sorted here) around `value`, interpolating linearly between order
 //! statistics as every interval of this area does; no draws gives [value, value]. For other areas' bootstraps
@@ -185,9 +184,9 @@ std::string format_diff(const Cell& cell);
 //! cells read "0.647 [0.61, 0.68]" (value to 3 decimals, interval to 2). With trials.max_trials > 1, every
 //! rendering adds the repeated-trials figures: the table and Markdown a second table with rows pass^1..pass^N,
 //! flip rate and mixed tasks; CSV rows with metrics pass^k, flip_rate, mixed; JSON a "trials" object.
-std::string format_table(const Summary& summary, std::string_view title, Track track = Track::kMultiTurn);
+std::string format_table(const Summary& summary, std::string_view title, data::Track track = data::Track::kMultiTurn);
 //! The same as a Markdown table (the leaderboard layout of docs/decisions.md §6.3) plus a line of task counts.
-std::string format_markdown(const Summary& summary, std::string_view title, Track track = Track::kMultiTurn);
+std::string format_markdown(const Summary& summary, std::string_view title, data::Track track = data::Track::kMultiTurn);
 //! Header `group,metric,value,ci_low,ci_high,n_tasks`, then one row per group × metric; groups search,
 //! recommend, review, overall; metrics f_acc, r_acc, avg_steps; numbers in shortest round-trip form.
 std::string format_csv(const Summary& summary);

@@ -10,7 +10,6 @@
 #include "core/error.h"
 #include "core/sys.h"
 #include "core/text.h"
-#include "puma/run.h"
 
 namespace pwab::puma {
 namespace fs = std::filesystem;
@@ -113,7 +112,7 @@ std::vector<AblationRow> ablation_rows(const AblationOptions& o) {
   return rows;
 }
 
-std::string run_ablation(TrainingSession& session, const AblationOptions& o,
+std::string run_ablation(const PipelineRunner& run_pipeline, const AblationOptions& o,
                          const std::function<void(const std::string&)>& log) {
   if (o.seeds < 1) throw UsageError("--seeds takes an integer ≥ 1");
   if (!o.table5 && !o.table6) throw UsageError("nothing to do: both tables are off");
@@ -128,7 +127,7 @@ std::string run_ablation(TrainingSession& session, const AblationOptions& o,
     const fs::path puma_dir = row_dir(o, "puma", i);
     auto run = [&](const std::string& what, PipelineOptions p, const std::string& until = "") {
       say(fmt::format("ablation seed {}: {}", seed, what));
-      PipelineReport r = session.run(p, until);
+      PipelineReport r = run_pipeline(p, until);
       if (r.cancelled) throw Error("interrupted; run the same command again to continue where it stopped");
     };
     PipelineOptions full = with_seed(o.base, seed, puma_dir);

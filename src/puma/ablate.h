@@ -31,7 +31,8 @@
 
 namespace pwab::puma {
 
-class TrainingSession;
+//! Runs one pipeline up to a step ("" = every step) over a dataset opened once (assemble::TrainingSession::run).
+using PipelineRunner = std::function<PipelineReport(const PipelineOptions&, const std::string& until)>;
 
 struct AblationOptions {
   PipelineOptions base;           //!< the full PUMA's settings (its `out` is set per row)
@@ -64,7 +65,7 @@ std::vector<AblationRow> ablation_rows(const AblationOptions& options);
 
 //! Runs every pipeline the rows need (finished steps are skipped or reused), then writes the tables.
 //! Returns the Markdown of write_ablation_report.
-std::string run_ablation(TrainingSession& session, const AblationOptions& options,
+std::string run_ablation(const PipelineRunner& run_pipeline, const AblationOptions& options,
                          const std::function<void(const std::string&)>& log);
 
 //! Writes out/ablation.md and out/ablation.json from the rows' scores (rows not evaluated yet are listed as

@@ -22,6 +22,7 @@
 #include "llama/model.h"
 #include "llama/train.h"
 #include "puma/model_impl.h"
+#include "puma/train_scaffold.h"
 
 namespace pwab::puma {
 namespace fs = std::filesystem;
@@ -373,16 +374,7 @@ using Evaluate = std::function<EvalResult(bool all)>;
 class Curve {
  public:
   Curve(fs::path file, bool dpo) : file_(std::move(file)), dpo_(dpo) {}
-  void resume_at(int64_t step) {
-    if (!fs::exists(file_)) return;
-    std::string kept;
-    const std::string text = read_file(file_);
-    for_each_nonblank_line(text, [&](std::string_view line, std::size_t) {
-      auto j = nlohmann::json::parse(line, nullptr, false);
-      if (!j.is_discarded() && j.is_object() && j.value("step", int64_t{0}) <= step) kept += std::string(line) + "\n";
-    });
-    write_file_atomic(file_, kept);
-  }
+  void resume_at(int64_t step) { keep_log_until(file_, "step", step); }
   void start_fresh() {
     if (fs::exists(file_)) fs::remove(file_);
   }
@@ -400,6 +392,21 @@ class Curve {
  private:
   fs::path file_;
   bool dpo_;
+};
+
+// What a micro-batch measured on this rank, summed over the ranks in one collective: the loss and preference
+// statistics weighted by this rank's share, the tokens, and a stop flag (a rank asked to stop stops them all at the
+// same step).
+struct MicroSums {
+  double weighted_loss = 0, weight = 0, tokens = 0, margin = 0, accuracy = 0, chosen_reward = 0, rejected_reward = 0,
+         stop = 0;
+  std::vector<double> values() const {
+    return {weighted_loss, weight, tokens, margin, accuracy, chosen_reward, rejected_reward, stop};
+  }
+  void assign(const std::vector<double>& v) {
+    weighted_loss = v.at(0), weight = v.at(1), tokens = v.at(2), margin = v.at(3), accuracy = v.at(4);
+    chosen_reward = v.at(5), rejected_reward = v.at(6), stop = v.at(7);
+  }
 };
 
 // Running means of a window of micro-batches.
@@ -442,16 +449,8 @@ TrainReport train_loop(const std::string& phase, llama::LlamaModel& model, Train
   if (group) ao.reduce_gradients = [group](std::vector<torch::Tensor>& grads) { group->all_reduce_sum(grads); };
   llama::GradientAccumulator acc(optimizer, t.tensors, ao);
   llama::TrainState state;
-  const bool have_checkpoint = fs::exists(checkpoint);
-  if (group) {
-    // Every rank resumes from the same checkpoint (the work directory is shared) or none does.
-    const double seeing = group->all_reduce_sum({have_checkpoint ? 1.0 : 0.0})[0];
-    if (seeing != 0 && seeing != group->world())
-      throw Error(fmt::format("{}: {} of {} ranks see the checkpoint {}; data-parallel ranks need the work "
-                              "directory on a filesystem they all share",
-                              phase, seeing, group->world(), checkpoint.string()));
-  }
-  if (have_checkpoint) {
+  // Every rank resumes from the same checkpoint (the work directory is shared) or none does.
+  if (resumes_from(checkpoint, group, phase)) {
     state = llama::load_checkpoint(checkpoint, t.named, optimizer);
     acc.restore(state.micro_step, state.optimizer_step);
     report.resumed = true;
@@ -528,16 +527,23 @@ TrainReport train_loop(const std::string& phase, llama::LlamaModel& model, Train
         }
         const double w = r.weight, local = r.loss.item<double>();
         const bool cancelling = o.cancel && o.cancel->load();
-        std::vector<double> sums = group->all_reduce_sum(
-            {local * w, w, static_cast<double>(r.tokens), r.prefs.margin * w, r.prefs.accuracy * w,
-             r.prefs.chosen_reward * w, r.prefs.rejected_reward * w, cancelling ? 1.0 : 0.0});
-        if (sums[7] > 0) return stop(epoch);  // a rank was asked to stop: all stop at the same step
-        const double total = sums[1];
+        MicroSums sums{local * w,
+                       w,
+                       static_cast<double>(r.tokens),
+                       r.prefs.margin * w,
+                       r.prefs.accuracy * w,
+                       r.prefs.chosen_reward * w,
+                       r.prefs.rejected_reward * w,
+                       cancelling ? 1.0 : 0.0};
+        sums.assign(group->all_reduce_sum(sums.values()));
+        if (sums.stop > 0) return stop(epoch);  // a rank was asked to stop: all stop at the same step
+        const double total = sums.weight;
         r.loss = r.loss * (total > 0 ? w / total : 0.0);
-        value = total > 0 ? sums[0] / total : 0;
-        r.tokens = static_cast<int64_t>(sums[2]);
+        value = total > 0 ? sums.weighted_loss / total : 0;
+        r.tokens = static_cast<int64_t>(sums.tokens);
         if (total > 0)
-          r.prefs = {0, sums[3] / total, sums[4] / total, sums[5] / total, sums[6] / total, 0};
+          r.prefs = {0, sums.margin / total, sums.accuracy / total, sums.chosen_reward / total,
+                     sums.rejected_reward / total, 0};
       }
       const bool stepped = acc.backward(r.loss) || (m + 1 == per_epoch_micro && acc.flush());
       window.add(value, r), log_window.add(value, r);

@@ -24,7 +24,7 @@
 #include "data/dataset.h"
 #include "embed/embedder.h"
 #include "env/environment.h"
-#include "env/track.h"
+#include "data/track.h"
 #include "llm/chat.h"
 #include "puma/model.h"
 #include "puma/prepare.h"
@@ -98,7 +98,7 @@ struct PipelineOptions {
   //! Online RL (the rl step, rl.h): iterations, group size, objective; rl.train holds its learning rate, schedule,
   //! clipping and LoRA settings.
   RlOptions rl{};
-  env::Track rl_track = env::Track::kSingleTurn;  //!< single: parameter prompts; multi: episodes with the scripted user
+  data::Track rl_track = data::Track::kSingleTurn;  //!< single: parameter prompts; multi: episodes with the scripted user
   //! The task types RL trains on (all three by default).
   std::vector<data::TaskType> rl_types{data::TaskType::kSearch, data::TaskType::kRecommend, data::TaskType::kReview};
   int rl_eval_tasks = 256;  //!< test tasks (spread over the split) whose greedy reward the RL curve follows; 0 = none
@@ -124,6 +124,10 @@ struct PipelineOptions {
   static PipelineOptions paper_preset();
   //! The preset of this name ("tiny", "cpu", "paper"); UsageError otherwise.
   static PipelineOptions preset_named(const std::string& name);
+  //! Every setting within its range, and the model's shape consistent: UsageError naming the first one that is not,
+  //! by its `pwab puma` flag. The one check of these options: the front end calls it before loading anything,
+  //! run_pipeline again (pipeline_options.cpp).
+  void validate() const;
 };
 
 //! What the pipeline reads and reports to.

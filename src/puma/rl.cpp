@@ -17,6 +17,7 @@
 #include "core/text.h"
 #include "llama/distributed.h"
 #include "puma/rl_trainer.h"
+#include "puma/train_scaffold.h"
 
 namespace pwab::puma {
 namespace fs = std::filesystem;
@@ -97,17 +98,6 @@ class TaskOrder {
   std::vector<std::size_t> order_;
 };
 
-// A JSONL file whose lines carry an "iteration": on resume the lines past the checkpoint are dropped.
-void keep_lines_until(const fs::path& file, int iteration) {
-  if (!fs::exists(file)) return;
-  std::string kept;
-  for_each_nonblank_line(read_file(file), [&](std::string_view line, std::size_t) {
-    auto j = json::parse(line, nullptr, false);
-    if (!j.is_discarded() && j.is_object() && j.value("iteration", 0) <= iteration) kept += std::string(line) + "\n";
-  });
-  write_file_atomic(file, kept);
-}
-
 json evaluation_json(const RlEvaluation& e) {
   json j = {{"reward", e.reward}, {"tasks", e.tasks}};
   for (const auto& [kind, r] : e.by_kind) j["reward_" + kind] = r;
@@ -151,12 +141,7 @@ void restore_totals(const json& j, RlReport& r) {
 void check_options(const RlOptions& o, const RlTasks& train) {
   if (train.size() == 0 || !train.episode) throw UsageError("RL: no train tasks");
   if (train.kinds.size() != train.size()) throw UsageError("RL: one kind per task is needed");
-  if (o.iterations < 0 || o.tasks_per_iteration < 1 || o.group_size < 2 || !(o.temperature > 0) || o.top_k < 0 ||
-      o.max_new_tokens < 1 || o.eval_every < 0 || o.checkpoint_every < 1 || o.generate_batch < 1 ||
-      o.minibatches < 1 || o.minibatches > o.tasks_per_iteration || o.inner_epochs < 1)
-    throw UsageError("RL options: iterations ≥ 0, tasks per iteration ≥ 1, a group of at least 2, a positive "
-                     "temperature, top-k ≥ 0, max new tokens ≥ 1, checkpoints every ≥ 1 iterations, inner epochs "
-                     "≥ 1 and between 1 and tasks-per-iteration minibatches are required");
+  validate_rl_options(o);
 }
 
 // What one iteration measured on this rank, summed over the ranks before it is reported.
@@ -306,21 +291,13 @@ RlReport train_rl(PumaModel& model, const RlTasks& train, const RlTasks& eval, c
   RlReport report;
   report.world = world;
   int done = 0;
-  const bool have_checkpoint = fs::exists(checkpoint);
-  if (group) {
-    const double seeing = group->all_reduce_sum({have_checkpoint ? 1.0 : 0.0})[0];
-    if (seeing != 0 && seeing != world)
-      throw Error(fmt::format("rl: {} of {} ranks see the checkpoint {}; data-parallel ranks need the work directory "
-                              "on a filesystem they all share",
-                              seeing, world, checkpoint.string()));
-  }
-  if (have_checkpoint) {
+  if (resumes_from(checkpoint, group, "rl")) {
     json extra = json::parse(trainer.load_checkpoint(checkpoint));
     done = extra.at("iteration").get<int>();
     restore_totals(extra, report);
     report.resumed = true;
-    if (lead) keep_lines_until(curve, done);
-    keep_lines_until(rollouts, done);
+    if (lead) keep_log_until(curve, "iteration", done);
+    keep_log_until(rollouts, "iteration", done);
     say(fmt::format("rl: resuming after iteration {} of {}", done, o.iterations));
   } else {
     if (lead && fs::exists(curve)) fs::remove(curve);
@@ -363,8 +340,7 @@ RlReport train_rl(PumaModel& model, const RlTasks& train, const RlTasks& eval, c
   auto stop_now = [&] {
     const bool cancel = o.train.cancel && o.train.cancel->load();
     const bool boxed = o.stop_after_iterations > 0 && iteration - done >= o.stop_after_iterations && iteration > done;
-    if (!group) return cancel || boxed;
-    return group->all_reduce_sum({cancel || boxed ? 1.0 : 0.0})[0] > 0;  // all ranks stop at the same iteration
+    return ranks_stop(group, cancel || boxed);  // all ranks stop at the same iteration
   };
   for (; iteration < o.iterations; ++iteration) {
     if (stop_now()) {

@@ -87,6 +87,10 @@ struct RlOptions {
   bool save_rollouts = false;
 };
 
+//! UsageError naming (by its `--rl-*` flag) the first RL setting out of its range; PipelineOptions::validate and
+//! train_rl call it (pipeline_options.cpp).
+void validate_rl_options(const RlOptions& o);
+
 //! The greedy reward of a set of tasks: the mean and the mean per kind.
 struct RlEvaluation {
   double reward = 0;

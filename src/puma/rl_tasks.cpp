@@ -73,7 +73,7 @@ class MultiTurnEpisode final : public RlEpisode {
       memory_ = agents::puma_memory(world_.env->dataset(), task_, env::task_type_of_function(dialogue_->function()),
                                     *world_.embedder, world_.memory, *world_.counter);
       runner::EpisodeOptions options;
-      options.track = env::Track::kMultiTurn;
+      options.track = data::Track::kMultiTurn;
       options.max_steps = world_.max_steps;
       episode_.emplace(*world_.env, task_, &user_, options);
       episode_->reset();  // the puma agent does not read the first observation: its first next() gets ""

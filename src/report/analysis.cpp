@@ -97,9 +97,9 @@ const StepRow* find_step(const std::vector<StepRow>& rows, int step) {
   return it == rows.end() ? nullptr : &*it;
 }
 
-Analysis analyze(const Run& run, const metrics::PassRule& rule) {
+Analysis analyze(const runner::Run& run, const metrics::PassRule& rule) {
   Analysis a;
-  a.multi_turn = run.track == metrics::Track::kMultiTurn;
+  a.multi_turn = run.track == data::Track::kMultiTurn;
   a.rule = rule;
   std::array<std::vector<const runner::TaskRecord*>, 4> finished;
   std::array<std::map<int, StepRow>, 4> by_step;

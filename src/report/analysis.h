@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "metrics/metrics.h"
-#include "report/runs.h"
+#include "runner/read_run.h"
 
 namespace pwab::report {
 
@@ -69,7 +69,7 @@ struct Analysis {
 const StepRow* find_step(const std::vector<StepRow>& rows, int step);
 
 //! The analysis of a run; "solved" is `rule`'s pass (the same rule as pass^k).
-Analysis analyze(const Run& run, const metrics::PassRule& rule = {});
+Analysis analyze(const runner::Run& run, const metrics::PassRule& rule = {});
 
 //! {"time": {"search": {"n", "mean", "median", "p90", "mean_agent", "mean_env"}, ..., "overall"}} and, for
 //! multi-turn runs, "transitions": {"search": {"episodes", "turns": [{"turn", "actions": {label: n}, "links":

@@ -15,6 +15,8 @@
 #include "core/error.h"
 #include "core/rng.h"
 #include "core/text.h"
+#include "data/task_key.h"
+#include "runner/run_settings.h"
 #include "env/tools.h"
 
 namespace pwab::report {
@@ -87,18 +89,8 @@ void add_words(StringSet& set, std::string_view text) {
 
 //! "test/17" → the task; DataError when the dataset has none.
 const data::Task& task_of(const data::Dataset& ds, const std::string& key) {
-  auto missing = [&] {
-    return DataError(fmt::format("record of task '{}', which the dataset does not have (wrong --data?)", key));
-  };
-  const auto slash = key.rfind('/');
-  if (slash == std::string::npos) throw missing();
-  const data::Split split = data::parse_split(std::string_view(key).substr(0, slash)).value_or(data::Split::kHistory);
-  std::size_t index = 0;
-  auto [end, ec] = std::from_chars(key.data() + slash + 1, key.data() + key.size(), index);
-  if (split == data::Split::kHistory || ec != std::errc() || end != key.data() + key.size() ||
-      index >= ds.tasks(split).size())
-    throw missing();
-  return ds.tasks(split)[index];
+  if (const data::Task* task = data::task_by_key(ds, key)) return *task;
+  throw DataError(fmt::format("record of task '{}', which the dataset does not have (wrong --data?)", key));
 }
 
 //! Arguments in one canonical text (keys sorted, compact), so equal calls compare equal however they were spelled.
@@ -592,17 +584,15 @@ void aggregate(DiagnosisGroup& g, const Records& rs, const metrics::BootstrapOpt
   }
 }
 
-std::string user_sim_of(const Run& run) {
-  auto j = nlohmann::json::parse(run.manifest.config_json, nullptr, false);
-  if (j.is_object() && j.contains("user_sim") && j["user_sim"].is_string()) return j["user_sim"].get<std::string>();
-  return "unknown";
+std::string user_sim_of(const runner::Run& run) {
+  return runner::settings_of(run.manifest).user_sim.value_or("unknown");
 }
 
 }  // namespace
 
-Diagnosis diagnose(const Run& run, const data::Dataset& ds, const DiagnosisOptions& options) {
+Diagnosis diagnose(const runner::Run& run, const data::Dataset& ds, const DiagnosisOptions& options) {
   Diagnosis d;
-  d.multi_turn = run.track == metrics::Track::kMultiTurn;
+  d.multi_turn = run.track == data::Track::kMultiTurn;
   d.options = options;
   d.user_sim = user_sim_of(run);
   d.records.reserve(run.records.size());

@@ -18,7 +18,7 @@
 
 #include "data/dataset.h"
 #include "metrics/metrics.h"
-#include "report/runs.h"
+#include "runner/read_run.h"
 #include "sim/leaks.h"
 
 namespace pwab::report {
@@ -137,7 +137,7 @@ struct Diagnosis {
 };
 
 //! Diagnoses every record of `run` and aggregates per group.
-Diagnosis diagnose(const Run& run, const data::Dataset& ds, const DiagnosisOptions& options = {});
+Diagnosis diagnose(const runner::Run& run, const data::Dataset& ds, const DiagnosisOptions& options = {});
 
 //! {"pass_rule", "leak_rule", "user_sim", "categories": {"search": {"records", "primary": {name: n}, "flags":
 //! {name: n}}, ..., "overall"}, "leaks": {group: {"replies", "leaked_replies", "reply_rate", "episodes",

@@ -41,7 +41,7 @@ std::vector<std::string> in_figure_order(const std::set<std::string>& labels) {
 
 // --- Figure 7: time per task ---------------------------------------------------------------------------
 
-void append_time(std::string& out, const std::vector<Run>& runs, const std::vector<Analysis>& an) {
+void append_time(std::string& out, const std::vector<runner::Run>& runs, const std::vector<Analysis>& an) {
   out += "<h3>Time per task (the paper's Figure 7)</h3>";
   const double width = 900, left = 260, right = 110, row = 24, top = 6;
   const double height = top * 2 + row * static_cast<double>(runs.size());
@@ -410,7 +410,7 @@ void append_attribution(std::string& out, const std::string& id, const Diagnosis
 
 }  // namespace
 
-std::string diagnosis_section(const std::vector<Run>& runs, const std::vector<Diagnosis>& diagnoses,
+std::string diagnosis_section(const std::vector<runner::Run>& runs, const std::vector<Diagnosis>& diagnoses,
                               const metrics::BootstrapOptions& bootstrap) {
   std::string out = "<section id=\"diagnosis\"><h2>Why tasks fail</h2><p class=\"note\">Computed from the records "
                     "and the dataset (<code>pwab report --data</code>), as <code>pwab score --data</code> prints it: "
@@ -458,7 +458,7 @@ std::string diagnosis_section(const std::vector<Run>& runs, const std::vector<Di
   return out;
 }
 
-std::string trials_tables(const std::vector<Run>& runs, const std::vector<metrics::Summary>& sums) {
+std::string trials_tables(const std::vector<runner::Run>& runs, const std::vector<metrics::Summary>& sums) {
   std::string out;
   for (std::size_t i = 0; i < runs.size(); ++i) {
     const metrics::TrialSummary& t = sums[i].trials;
@@ -497,7 +497,7 @@ std::string trials_tables(const std::vector<Run>& runs, const std::vector<metric
   return out;
 }
 
-std::string analysis_section(const std::vector<Run>& runs, const std::vector<metrics::Summary>& sums) {
+std::string analysis_section(const std::vector<runner::Run>& runs, const std::vector<metrics::Summary>& sums) {
   std::vector<Analysis> an;
   for (std::size_t i = 0; i < runs.size(); ++i) an.push_back(analyze(runs[i], sums[i].trials.rule));
   std::string out = "<section id=\"analysis\"><h2>Analysis</h2>";

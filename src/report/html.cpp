@@ -14,6 +14,7 @@
 #include "report/assets.h"
 #include "report/html_parts.h"
 #include "report/report.h"
+#include "runner/run_settings.h"
 
 namespace pwab::report::html {
 
@@ -77,21 +78,13 @@ constexpr std::array<Metric, 3> kMetrics = {
      {"Avg. Steps", "avg_steps", &metrics::GroupSummary::avg_steps, &metrics::PairedDiff::avg_steps}}};
 
 //! As in the paper's tables (and metrics::format_table): Avg. Steps only for the multi-turn track.
-std::size_t n_metrics(metrics::Track track) { return track == metrics::Track::kMultiTurn ? 3 : 2; }
+std::size_t n_metrics(data::Track track) { return track == data::Track::kMultiTurn ? 3 : 2; }
 
-std::string_view track_name(metrics::Track track) {
-  return track == metrics::Track::kSingleTurn ? "single-turn" : "multi-turn";
+std::string_view track_name(data::Track track) {
+  return track == data::Track::kSingleTurn ? "single-turn" : "multi-turn";
 }
 
 using html::run_id;
-
-//! The config value `key` of a run as text ("" when absent).
-std::string config_text(const Run& run, const char* key) {
-  auto config = Json::parse(run.manifest.config_json, nullptr, false);
-  if (!config.is_object() || !config.contains(key)) return {};
-  const Json& v = config[key];
-  return v.is_string() ? v.get<std::string>() : v.dump();
-}
 
 std::string bootstrap_note(const metrics::BootstrapOptions& o, std::string_view cells, std::string_view over) {
   return fmt::format("Cells: {} [{:g}% CI], percentile bootstrap over {} ({} resamples, seed {}).", cells,
@@ -100,24 +93,25 @@ std::string bootstrap_note(const metrics::BootstrapOptions& o, std::string_view 
 
 // --- sections -------------------------------------------------------------------------------------------
 
-void append_runs(std::string& out, const std::vector<Run>& runs) {
+void append_runs(std::string& out, const std::vector<runner::Run>& runs) {
   out += "<section id=\"runs\"><h2>Runs</h2><table class=\"runs\"><thead><tr><th>Run</th><th>Method</th>"
          "<th>Agent</th><th>Track</th><th>Split, tasks</th><th>Scored</th><th>Errored</th><th>Review embedder</th>"
          "<th>Seed</th><th>Dataset</th><th>pwab</th><th>Created</th><th>Directory</th></tr></thead><tbody>\n";
   for (std::size_t i = 0; i < runs.size(); ++i) {
-    const Run& r = runs[i];
+    const runner::Run& r = runs[i];
+    const runner::RunSettings settings = runner::settings_of(r.manifest);
     std::string id = run_id(i);
     std::string shard = r.manifest.shard_count > 1
                             ? fmt::format(" (shard {}/{})", r.manifest.shard_index, r.manifest.shard_count)
                             : std::string();
-    if (int trials = runner::manifest_trials(r.manifest); trials > 1) shard += fmt::format(", {} trials", trials);
+    if (int trials = settings.trials_or_default(); trials > 1) shard += fmt::format(", {} trials", trials);
     out += fmt::format(
         "<tr data-run=\"{0}\"><td class=\"nowrap\"><span class=\"swatch c{1}\"></span>{0}</td><td>{2}</td><td>{3}</td><td>{4}</td>"
         "<td>{5} {6}{7}</td><td data-metric=\"{0}.n_scored\">{8}</td><td data-metric=\"{0}.n_errored\"{9}>{10}</td>"
         "<td>{11}</td><td>{12}</td><td><code>{13}</code></td><td>{14}</td><td>{15}</td><td><code>{16}</code></td>"
         "</tr>\n",
-        id, i % 8, html::escape(r.title), html::escape(config_text(r, "agent")), track_name(r.track),
-        html::escape(config_text(r, "split")), html::escape(config_text(r, "tasks")), html::escape(shard),
+        id, i % 8, html::escape(r.title), html::escape(settings.agent.value_or("")), track_name(r.track),
+        html::escape(settings.split.value_or("")), html::escape(settings.tasks.value_or("")), html::escape(shard),
         r.outcomes.size(), r.n_errored ? " class=\"bad\"" : "", r.n_errored, html::escape(r.embedder), r.manifest.seed,
         html::escape(r.manifest.dataset_fingerprint), html::escape(r.manifest.pwab_version),
         html::escape(r.manifest.created_utc), html::escape(r.dir.string()));
@@ -132,12 +126,12 @@ void append_runs(std::string& out, const std::vector<Run>& runs) {
 }
 
 //! One table in the paper's Table 3 (single-turn) or Table 4 (multi-turn) layout, one row per run of that track.
-void append_score_table(std::string& out, const std::vector<Run>& runs, const std::vector<metrics::Summary>& sums,
-                        metrics::Track track) {
+void append_score_table(std::string& out, const std::vector<runner::Run>& runs, const std::vector<metrics::Summary>& sums,
+                        data::Track track) {
   std::size_t k = n_metrics(track);
   out += fmt::format("<h3>{} track ({})</h3><table class=\"scores\"><thead><tr><th rowspan=\"2\">Method</th>",
-                     track == metrics::Track::kSingleTurn ? "Single-turn" : "Multi-turn",
-                     track == metrics::Track::kSingleTurn ? "the paper's Table 3 layout" : "Table 4 layout");
+                     track == data::Track::kSingleTurn ? "Single-turn" : "Multi-turn",
+                     track == data::Track::kSingleTurn ? "the paper's Table 3 layout" : "Table 4 layout");
   for (const Group& g : kGroups) out += fmt::format("<th colspan=\"{}\" class=\"group\">{}</th>", k, g.display);
   out += "</tr><tr>";
   for (std::size_t g = 0; g < kGroups.size(); ++g)
@@ -166,11 +160,11 @@ void append_score_table(std::string& out, const std::vector<Run>& runs, const st
   out += "</tbody></table>\n";
 }
 
-void append_scores(std::string& out, const std::vector<Run>& runs, const std::vector<metrics::Summary>& sums,
+void append_scores(std::string& out, const std::vector<runner::Run>& runs, const std::vector<metrics::Summary>& sums,
                    const metrics::BootstrapOptions& bootstrap) {
   out += "<section id=\"scores\"><h2>Scores</h2><div class=\"scroll\">";
-  for (auto track : {metrics::Track::kSingleTurn, metrics::Track::kMultiTurn})
-    if (std::any_of(runs.begin(), runs.end(), [&](const Run& r) { return r.track == track; }))
+  for (auto track : {data::Track::kSingleTurn, data::Track::kMultiTurn})
+    if (std::any_of(runs.begin(), runs.end(), [&](const runner::Run& r) { return r.track == track; }))
       append_score_table(out, runs, sums, track);
   out += html::trials_tables(runs, sums);
   out += "</div><p class=\"note\">" + html::escape(bootstrap_note(bootstrap, "value", "tasks")) +
@@ -180,7 +174,7 @@ void append_scores(std::string& out, const std::vector<Run>& runs, const std::ve
 
 //! A bar chart of one metric: one group of bars per task type and overall, one bar per run, whiskers for the
 //! interval. Values of F. Acc and R. Acc lie in [0, 1], so the axis is fixed to that range.
-void append_chart(std::string& out, const std::vector<Run>& runs, const std::vector<metrics::Summary>& sums,
+void append_chart(std::string& out, const std::vector<runner::Run>& runs, const std::vector<metrics::Summary>& sums,
                   const Metric& metric) {
   const double width = 900, height = 300, left = 48, right = 12, top = 16, bottom = 36;
   const double plot_w = width - left - right, plot_h = height - top - bottom;
@@ -219,7 +213,7 @@ void append_chart(std::string& out, const std::vector<Run>& runs, const std::vec
   out += "</svg></figure>";
 }
 
-void append_charts(std::string& out, const std::vector<Run>& runs, const std::vector<metrics::Summary>& sums) {
+void append_charts(std::string& out, const std::vector<runner::Run>& runs, const std::vector<metrics::Summary>& sums) {
   out += "<section id=\"charts\"><h2>Charts</h2><ul class=\"legend\">";
   for (std::size_t i = 0; i < runs.size(); ++i)
     out += fmt::format("<li><span class=\"swatch c{}\"></span>{} {} ({})</li>", i % 8, run_id(i),
@@ -231,17 +225,17 @@ void append_charts(std::string& out, const std::vector<Run>& runs, const std::ve
 }
 
 //! Each later run against R1, paired by task key (metrics::compare, as `pwab compare R1 Rk`).
-void append_comparisons(std::string& out, const std::vector<Run>& runs, const metrics::BootstrapOptions& bootstrap) {
+void append_comparisons(std::string& out, const std::vector<runner::Run>& runs, const metrics::BootstrapOptions& bootstrap) {
   if (runs.size() < 2) return;
   out += "<section id=\"comparison\"><h2>Paired comparison</h2><p class=\"note\">" +
          html::escape(bootstrap_note(bootstrap, "Rk − R1", "paired tasks")) +
          " Tasks are paired by task key and grouped by R1's type, as <code>pwab compare</code> does.</p>\n";
-  const Run& a = runs[0];
+  const runner::Run& a = runs[0];
   for (std::size_t i = 1; i < runs.size(); ++i) {
-    const Run& b = runs[i];
+    const runner::Run& b = runs[i];
     std::string ida = run_id(0), idb = run_id(i);
     auto cmp = metrics::compare(a.outcomes, b.outcomes, bootstrap);
-    bool steps = a.track == metrics::Track::kMultiTurn || b.track == metrics::Track::kMultiTurn;
+    bool steps = a.track == data::Track::kMultiTurn || b.track == data::Track::kMultiTurn;
     std::size_t k = steps ? 3 : 2;
     out += fmt::format("<h3>{} {} minus {} {}</h3>", idb, html::escape(b.title), ida, html::escape(a.title));
     std::vector<std::string> notes;
@@ -278,7 +272,7 @@ void append_comparisons(std::string& out, const std::vector<Run>& runs, const me
   out += "</section>\n";
 }
 
-void append_viewer(std::string& out, const std::vector<Run>& runs, bool diagnosed) {
+void append_viewer(std::string& out, const std::vector<runner::Run>& runs, bool diagnosed) {
   out += "<section id=\"trajectories\"><h2>Trajectories</h2><form class=\"filters\" id=\"filters\" "
          "onsubmit=\"return false\"><label>Run <select id=\"filter-run\"><option value=\"all\">all</option>";
   for (std::size_t i = 0; i < runs.size(); ++i)
@@ -374,7 +368,7 @@ void add_diagnosis(Json& t, const RecordDiagnosis& d) {
   if (!d.leak_evidence.empty()) t["leak_evidence"] = d.leak_evidence;
 }
 
-std::string viewer_data(const std::vector<Run>& runs, const ReportOptions& options) {
+std::string viewer_data(const std::vector<runner::Run>& runs, const ReportOptions& options) {
   Json j;
   const bool diagnosed = !options.diagnoses.empty();
   if (diagnosed) {
@@ -436,14 +430,14 @@ std::string cut_utf8(std::string_view text, std::size_t max_bytes) {
   return std::string(text.substr(0, end));
 }
 
-std::string render_html(const std::vector<Run>& runs, const ReportOptions& options) {
+std::string render_html(const std::vector<runner::Run>& runs, const ReportOptions& options) {
   if (runs.empty()) throw UsageError("a report needs at least one run directory");
   const bool diagnosed = !options.diagnoses.empty();
   if (diagnosed && options.diagnoses.size() != runs.size())
     throw UsageError(fmt::format("a report over {} runs needs {} diagnoses, got {}", runs.size(), runs.size(),
                                  options.diagnoses.size()));
   std::vector<metrics::Summary> sums;
-  for (const Run& r : runs) sums.push_back(metrics::summarize(r.outcomes, options.bootstrap));
+  for (const runner::Run& r : runs) sums.push_back(metrics::summarize(r.outcomes, options.bootstrap));
 
   std::string out;
   out += "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"

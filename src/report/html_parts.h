@@ -8,7 +8,7 @@
 
 #include "metrics/metrics.h"
 #include "report/diagnosis.h"
-#include "report/runs.h"
+#include "runner/read_run.h"
 
 namespace pwab::report::html {
 
@@ -21,14 +21,14 @@ std::string cell(const std::string& text);
 std::string run_id(std::size_t i);
 
 //! The repeated-trials tables (pass^k, flip rate, mixed tasks) of the runs with trials; "" when none has any.
-std::string trials_tables(const std::vector<Run>& runs, const std::vector<metrics::Summary>& sums);
+std::string trials_tables(const std::vector<runner::Run>& runs, const std::vector<metrics::Summary>& sums);
 //! The "Analysis" section: time per task (Figure 7) for every run; for multi-turn runs the action transitions
 //! (Figure 8) and tasks and Res Acc by attempt step (Figure 9), each a chart and its table.
-std::string analysis_section(const std::vector<Run>& runs, const std::vector<metrics::Summary>& sums);
+std::string analysis_section(const std::vector<runner::Run>& runs, const std::vector<metrics::Summary>& sums);
 //! The "Why tasks fail" section (`pwab report --data`): per run, a stacked bar of the primary categories per task
 //! type, the categories and flags tables, the user simulator's leaks (multi-turn runs) and the personalization
 //! attribution; one diagnosis per run.
-std::string diagnosis_section(const std::vector<Run>& runs, const std::vector<Diagnosis>& diagnoses,
+std::string diagnosis_section(const std::vector<runner::Run>& runs, const std::vector<Diagnosis>& diagnoses,
                               const metrics::BootstrapOptions& bootstrap);
 
 }  // namespace pwab::report::html

@@ -13,7 +13,7 @@
 
 #include "metrics/metrics.h"
 #include "report/diagnosis.h"
-#include "report/runs.h"
+#include "runner/read_run.h"
 
 namespace pwab::report {
 
@@ -35,7 +35,7 @@ struct ReportOptions {
 
 //! The page for `runs` (at least one; UsageError otherwise). Runs are shown in the given order and named R1, R2,
 //! ...; the paired comparison sets each later run against R1.
-std::string render_html(const std::vector<Run>& runs, const ReportOptions& options = {});
+std::string render_html(const std::vector<runner::Run>& runs, const ReportOptions& options = {});
 
 //! Escapes a JSON text for a <script type="application/json"> element: every '<' becomes \u003c (so neither
 //! "</script>" nor "<!--" can end or confuse the element) and U+2028 / U+2029 become \u2028 / \u2029. The

@@ -40,7 +40,7 @@ void check_options(const EpisodeOptions& options, const env::UserChannel* user) 
   if (options.max_steps < 1) throw UsageError("episode max_steps must be at least 1");
   // docs/decisions.md §3.3: run.py refuses a user simulator in the single-turn track (max_steps -1 with
   // user_mode != "no").
-  if (options.track == Track::kSingleTurn && user != nullptr)
+  if (options.track == data::Track::kSingleTurn && user != nullptr)
     throw UsageError("the single-turn track takes no user simulator");
 }
 
@@ -85,7 +85,7 @@ EpisodeStep Episode::step(const AgentStep& decision) {
     // result). The scripted user reacts to them; the LLM user of the original sees none of this.
     if (user_ != nullptr && step.scored) user_->note_attempt(decision.action.name, step.reward);
     // docs/decisions.md §3.3 single-turn: the first done step ends the episode; multi-turn: record and continue.
-    if (options_.track == Track::kSingleTurn) {
+    if (options_.track == data::Track::kSingleTurn) {
       finished_ = true;
       result_.ending = decision.action.name == env::kRespond ? "respond" : "task_function";
     }

@@ -16,7 +16,6 @@
 namespace pwab::runner {
 
 // The agent interface lives in env/agent.h; these names keep runner:: callers working.
-using Track = env::Track;
 using AgentStep = env::AgentStep;
 using Agent = env::Agent;
 
@@ -25,7 +24,7 @@ using Agent = env::Agent;
 int loop_bound(int max_steps_flag, bool react_style);
 
 struct EpisodeOptions {
-  Track track = Track::kSingleTurn;
+  data::Track track = data::Track::kSingleTurn;
   //! At most this many agent calls. Single-turn: 10 for function-calling agents, 3 for ReAct (loop_bound());
   //! multi-turn: the run's max_steps (the scripts use 10). Must be ≥ 1.
   int max_steps = 10;

@@ -21,6 +21,8 @@
 #include "core/error.h"
 #include "core/hash.h"
 #include "core/sys.h"
+#include "data/task_key.h"
+#include "runner/run_settings.h"
 
 namespace pwab::runner {
 namespace fs = std::filesystem;
@@ -181,20 +183,12 @@ void write_all(int fd, std::string_view bytes, const fs::path& file) {
   }
 }
 
-//! Orders keys "<split>/<index>" by split, then by the index as a number; other keys by plain text.
+//! Orders task keys by split name, then by the index as a number; other keys (and mixed pairs) by plain text.
 bool key_less(const std::string& a, const std::string& b) {
-  auto split = [](const std::string& k) -> std::pair<std::string, std::optional<uint64_t>> {
-    auto slash = k.rfind('/');
-    if (slash == std::string::npos || slash + 1 == k.size() || k.size() - slash > 19) return {k, std::nullopt};
-    std::string digits = k.substr(slash + 1);
-    if (!std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; }))
-      return {k, std::nullopt};
-    return {k.substr(0, slash), std::stoull(digits)};
-  };
-  auto [pa, ia] = split(a);
-  auto [pb, ib] = split(b);
-  if (pa != pb || !ia || !ib) return pa != pb ? pa < pb : a < b;
-  return *ia != *ib ? *ia < *ib : a < b;
+  const auto ka = data::parse_task_key(a), kb = data::parse_task_key(b);
+  if (!ka || !kb) return a < b;
+  if (ka->split != kb->split) return data::to_string(ka->split) < data::to_string(kb->split);
+  return ka->index != kb->index ? ka->index < kb->index : a < b;
 }
 
 }  // namespace
@@ -222,14 +216,9 @@ RunManifest read_manifest(const fs::path& dir) {
   return m;
 }
 
-int manifest_trials(const RunManifest& manifest) {
-  json config = parse_config(manifest.config_json, "run manifest");
-  auto it = config.find(kTrialsKey);
-  if (it == config.end()) return 1;
-  if (!it->is_number_integer() || it->get<int64_t>() < 1 || it->get<int64_t>() > 1'000'000)
-    throw DataError(std::string("run manifest: config '") + kTrialsKey + "' is not an integer from 1 to 1000000");
-  return static_cast<int>(it->get<int64_t>());
-}
+data::Track manifest_track(const RunManifest& manifest) { return settings_of(manifest).track_or_default(); }
+
+int manifest_trials(const RunManifest& manifest) { return settings_of(manifest).trials_or_default(); }
 
 std::string dataset_fingerprint(const fs::path& data_dir) {
   if (!fs::is_directory(data_dir)) throw Error("dataset directory not found: " + data_dir.string());
@@ -455,9 +444,9 @@ RunDirectory RunDirectory::open(const fs::path& dir, const RunManifest& manifest
                        " trials per task; --trials may only be raised (omit it to keep " +
                        std::to_string(stored_trials) + ")");
     if (trials > stored_trials) {  // more trials of the same run: the missing ones run
-      json config = parse_config(stored.config_json, "run manifest");
-      config[kTrialsKey] = trials;
-      st->manifest.config_json = config.dump();
+      RunSettings settings = settings_of(stored);
+      settings.trials = trials;
+      st->manifest.config_json = settings.to_json();
       write_manifest(dir, st->manifest);
     }
     ParsedFile parsed = parse_results(results);

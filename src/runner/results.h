@@ -191,6 +191,9 @@ void merge_runs(const std::vector<std::filesystem::path>& shard_dirs, const std:
 //! summaries and bootstrap intervals do not depend on the order workers finished in. Stable.
 void sort_by_task(std::vector<TaskRecord>& records);
 
+//! The track a manifest's config names ("track"); data::kDefaultTrack when it names none or no track.
+data::Track manifest_track(const RunManifest& manifest);
+
 //! The trials per task a manifest's config asks for: its "trials" value, 1 when absent. DataError when the
 //! value is not an integer ≥ 1.
 int manifest_trials(const RunManifest& manifest);

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "core/version.h"
+#include "data/task_key.h"
 #include "env/tools.h"
 #include "metrics/metrics.h"
 #include "sim/scripted_user.h"
@@ -110,20 +111,16 @@ data::Split task_split(std::string_view name) {
 }  // namespace
 
 const data::Task& find_task(const data::Dataset& ds, std::string_view key) {
-  auto slash = key.rfind('/');
-  if (slash == std::string_view::npos)
-    throw bad_request(fmt::format("task must be '<split>/<index>' such as 'test/17', got '{}'", key));
-  data::Split split = task_split(key.substr(0, slash));
-  std::string_view digits = key.substr(slash + 1);
-  std::size_t index = 0;
-  auto [p, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), index);
-  if (ec != std::errc() || p != digits.data() + digits.size() || digits.empty())
-    throw bad_request(fmt::format("task '{}': '{}' is not a task index", key, digits));
-  const auto& tasks = ds.tasks(split);
-  if (index >= tasks.size())
-    throw RequestError(404, "unknown_task",
-                       fmt::format("no task '{}': the {} split has {} tasks", key, data::to_string(split), tasks.size()));
-  return tasks[index];
+  const std::optional<data::TaskKey> parsed = data::parse_task_key(key);
+  if (!parsed)
+    throw bad_request(fmt::format(
+        "task must be '<split>/<index>' with split test or train and a decimal index, such as 'test/17'; got '{}'",
+        key));
+  const auto& tasks = ds.tasks(parsed->split);
+  if (parsed->index >= tasks.size())
+    throw RequestError(404, "unknown_task", fmt::format("no task '{}': the {} split has {} tasks", key,
+                                                        data::to_string(parsed->split), tasks.size()));
+  return tasks[parsed->index];
 }
 
 namespace {
@@ -153,7 +150,7 @@ Json history_json(const data::Dataset& ds, const data::Task& task) {
   return out;
 }
 
-std::string_view track_name(runner::Track t) { return t == runner::Track::kSingleTurn ? "single" : "multi"; }
+std::string_view track_name(data::Track t) { return data::to_string(t); }
 
 Json reward_json(const env::Reward& r) { return {{"function_acc", r.function_acc}, {"result_acc", r.result_acc}}; }
 
@@ -302,8 +299,8 @@ void EpisodeService::release(Slot& slot) {
   slot.claimed_in = nullptr;
 }
 
-runner::RunDirectory* EpisodeService::sink(runner::Track track) const {
-  return track == runner::Track::kSingleTurn ? sinks_.single_turn : sinks_.multi_turn;
+runner::RunDirectory* EpisodeService::sink(data::Track track) const {
+  return track == data::Track::kSingleTurn ? sinks_.single_turn : sinks_.multi_turn;
 }
 
 std::size_t EpisodeService::n_sessions() const {
@@ -362,18 +359,19 @@ Json EpisodeService::start(const Json& request) {
   const data::Task& task = find_task(env_.dataset(), *key);
 
   std::string track_text = opt_string(request, "track", kWhat).value_or("single");
-  if (track_text != "single" && track_text != "multi")
+  const std::optional<data::Track> parsed_track = data::parse_track(track_text);
+  if (!parsed_track)
     throw bad_request(fmt::format("start: 'track' must be \"single\" or \"multi\", got '{}'", track_text));
-  const runner::Track track = track_text == "single" ? runner::Track::kSingleTurn : runner::Track::kMultiTurn;
-  std::string user_sim = opt_string(request, "user_sim", kWhat).value_or(track == runner::Track::kSingleTurn ? "none" : "scripted");
+  const data::Track track = *parsed_track;
+  std::string user_sim = opt_string(request, "user_sim", kWhat).value_or(track == data::Track::kSingleTurn ? "none" : "scripted");
   if (user_sim != "none" && user_sim != "scripted" && user_sim != "llm")
     throw bad_request(fmt::format("start: 'user_sim' must be \"none\", \"scripted\" or \"llm\", got '{}'", user_sim));
-  if (track == runner::Track::kSingleTurn && user_sim != "none")
+  if (track == data::Track::kSingleTurn && user_sim != "none")
     throw bad_request("start: the single-turn track has no user simulator (use \"track\": \"multi\")");
   if (user_sim == "llm" && !options_.llm_user)
     throw bad_request("start: this server has no LLM user simulator (start `pwab serve` with --user-model)");
   if (user_sim == "llm" && options_.budget_reached && options_.budget_reached()) throw budget_spent("start");
-  int default_steps = track == runner::Track::kSingleTurn ? options_.default_max_steps_single : options_.default_max_steps_multi;
+  int default_steps = track == data::Track::kSingleTurn ? options_.default_max_steps_single : options_.default_max_steps_multi;
   int max_steps = static_cast<int>(opt_int(request, "max_steps", kWhat, 1, options_.max_steps_limit).value_or(default_steps));
   uint64_t seed = opt_seed(request, kWhat).value_or(options_.seed);
   bool with_history = opt_bool(request, "history", kWhat).value_or(true);

@@ -150,7 +150,7 @@ class EpisodeService {
   std::shared_ptr<Slot> find(std::string_view episode_id) const;
   double now() const;
   std::string new_episode_id();
-  runner::RunDirectory* sink(runner::Track track) const;
+  runner::RunDirectory* sink(data::Track track) const;
   void record(Slot& slot, runner::TaskRecord record);
   void claim(Slot& slot, runner::RunDirectory* dir, const std::string& key, bool next_trial);
   static void check_episode_id(std::string_view id);

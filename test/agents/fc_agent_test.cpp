@@ -120,10 +120,10 @@ TEST(FcAgent, OptionsAndUsageErrors) {
 }
 
 TEST(FcAgent, PromptLayouts) {
-  std::string single = fc_system_prompt(runner::Track::kSingleTurn, 10);
-  std::string multi = fc_system_prompt(runner::Track::kMultiTurn, 7);
-  std::string ts_single = taskspec_system_prompt(runner::Track::kSingleTurn, 10);
-  std::string ts_multi = taskspec_system_prompt(runner::Track::kMultiTurn, 7);
+  std::string single = fc_system_prompt(data::Track::kSingleTurn, 10);
+  std::string multi = fc_system_prompt(data::Track::kMultiTurn, 7);
+  std::string ts_single = taskspec_system_prompt(data::Track::kSingleTurn, 10);
+  std::string ts_multi = taskspec_system_prompt(data::Track::kMultiTurn, 7);
   for (const std::string* p : {&single, &multi, &ts_single, &ts_multi}) {
     EXPECT_NE(p->find("\n\nRules:\n- "), std::string::npos);
     EXPECT_TRUE(p->ends_with(".\n"));
@@ -187,7 +187,7 @@ TEST(FcAgent, SingleTurnRequestAndReward) {
   MemoryOptions mo;
   mo.k = 2;
   std::string memory = baseline_memory(ds(), task(0), MemoryStrategy::kLast, mo, nullptr);
-  EXPECT_EQ(body["messages"][0]["content"], fc_system_prompt(runner::Track::kSingleTurn, 10) + memory);
+  EXPECT_EQ(body["messages"][0]["content"], fc_system_prompt(data::Track::kSingleTurn, 10) + memory);
   EXPECT_NE(memory.find("\nMEMORY 1:\n"), std::string::npos);
   EXPECT_EQ(memory.find("\nMEMORY 2:\n"), std::string::npos);  // k = 2 honoured
   EXPECT_EQ(body["messages"][1]["role"], "user");
@@ -213,7 +213,7 @@ TEST(FcAgent, SamplingSettingsFromTheRun) {
 
 TEST(FcAgent, EachMemoryStrategyReachesTheSystemPrompt) {
   Fixture fx;
-  const std::string base = fc_system_prompt(runner::Track::kSingleTurn, 10);
+  const std::string base = fc_system_prompt(data::Track::kSingleTurn, 10);
   MemoryOptions mo;
   mo.k = 3;
   mo.run_seed = 7;
@@ -222,7 +222,7 @@ TEST(FcAgent, EachMemoryStrategyReachesTheSystemPrompt) {
     auto& fc = dynamic_cast<FcAgentFactory&>(*f);
     std::string expected = base;
     if (s != MemoryStrategy::kNone) expected += baseline_memory(ds(), task(0), s, mo, &fx.embedder);
-    EXPECT_EQ(fc.system_message(task(0), runner::Track::kSingleTurn), expected) << to_string(s);
+    EXPECT_EQ(fc.system_message(task(0), data::Track::kSingleTurn), expected) << to_string(s);
     // The same text goes out in the request, and again for the same task (random memory is deterministic).
     std::size_t before = fx.llm.server.n_requests();
     fx.llm.server.push(ScriptedReply::tool_call("search_product_by_query", kSearchArgs));
@@ -231,7 +231,7 @@ TEST(FcAgent, EachMemoryStrategyReachesTheSystemPrompt) {
   }
   // An empty history: the header alone after the prompt.
   auto f = fx.factory("relevant", 3);
-  EXPECT_EQ(dynamic_cast<FcAgentFactory&>(*f).system_message(task(3), runner::Track::kSingleTurn),
+  EXPECT_EQ(dynamic_cast<FcAgentFactory&>(*f).system_message(task(3), data::Track::kSingleTurn),
             base + std::string(memory_header(MemoryStrategy::kRelevant)));
 }
 
@@ -242,7 +242,7 @@ TEST(FcAgent, MultiTurnRespondThenToolCallThenStop) {
   fx.llm.server.push(ScriptedReply::tool_call("search_product_by_query", kSearchArgs, "call_a", 13, 9));
   fx.llm.server.push(ScriptedReply::tool_call("stop", "{}", "call_b", 17, 3));
   FixedUser user({"Something red, please."});
-  runner::EpisodeResult r = fx.run(*f, task(0), runner::Track::kMultiTurn, &user);
+  runner::EpisodeResult r = fx.run(*f, task(0), data::Track::kMultiTurn, &user);
 
   EXPECT_EQ(r.ending, "stop");
   EXPECT_EQ(r.steps, 3);
@@ -262,7 +262,7 @@ TEST(FcAgent, MultiTurnRespondThenToolCallThenStop) {
 
   ASSERT_EQ(fx.llm.server.n_requests(), 3u);
   json first = fx.body(0);
-  EXPECT_EQ(first["messages"][0]["content"], fc_system_prompt(runner::Track::kMultiTurn, 10));
+  EXPECT_EQ(first["messages"][0]["content"], fc_system_prompt(data::Track::kMultiTurn, 10));
   // After the text reply: the assistant's text, then the user's answer as a user message.
   json second = fx.body(1)["messages"];
   ASSERT_EQ(second.size(), 4u);
@@ -312,7 +312,7 @@ TEST(FcAgent, OnlyTheFirstToolCallIsUsedAndKept) {
   two.body = body.dump();
   fx.llm.server.push(two);
   fx.llm.server.push(ScriptedReply::tool_call("stop", "{}", "call_3"));
-  runner::EpisodeResult r = fx.run(*f, task(0), runner::Track::kMultiTurn, nullptr);
+  runner::EpisodeResult r = fx.run(*f, task(0), data::Track::kMultiTurn, nullptr);
   ASSERT_EQ(r.actions.size(), 2u);
   EXPECT_EQ(r.actions[0].action.name, "search_product_by_query");
   EXPECT_EQ(r.actions[1].action.name, "stop");
@@ -349,7 +349,7 @@ TEST(FcAgent, MalformedArgumentsAreTheAgentsFailure) {
   auto g = mt.factory();
   for (int i = 0; i < 3; ++i) mt.llm.server.push(ScriptedReply::tool_call("search_product_by_query", bad, "call_x"));
   mt.llm.server.push(ScriptedReply::tool_call("stop", "{}", "call_y"));
-  r = mt.run(*g, task(0), runner::Track::kMultiTurn, nullptr);
+  r = mt.run(*g, task(0), data::Track::kMultiTurn, nullptr);
   EXPECT_EQ(r.ending, "stop");
   EXPECT_EQ(r.steps, 2);
   ASSERT_EQ(r.attempts.size(), 1u);
@@ -386,7 +386,7 @@ TEST(FcAgent, ServerFailuresPropagateAsInfraError) {
   for (int i = 0; i < 3; ++i) fx.llm.server.push(ScriptedReply::error(500, "upstream down"));
   auto agent = f->make(task(0));
   try {
-    runner::run_episode(fx.env, task(0), *agent, nullptr, {runner::Track::kSingleTurn, 10});
+    runner::run_episode(fx.env, task(0), *agent, nullptr, {data::Track::kSingleTurn, 10});
     FAIL() << "no InfraError";
   } catch (const llm::InfraError& e) {
     EXPECT_EQ(e.http_status(), 500);
@@ -405,20 +405,20 @@ TEST(FcAgent, TaskSpecificMemoryWithKeywordClassifier) {
   for (uint32_t i : {0u, 1u, 2u}) {
     std::string fn = fc.predicted_function(task(i));
     EXPECT_EQ(fn, env::task_function(task(i).type)) << task(i).instruction;
-    for (auto track : {runner::Track::kSingleTurn, runner::Track::kMultiTurn})
+    for (auto track : {data::Track::kSingleTurn, data::Track::kMultiTurn})
       EXPECT_EQ(fc.system_message(task(i), track),
                 taskspec_system_prompt(track, 10) + "\n" + taskspec_memory(ds(), task(i), fn, mo, fx.embedder).text);
   }
-  EXPECT_NE(fc.system_message(task(0), runner::Track::kSingleTurn)
+  EXPECT_NE(fc.system_message(task(0), data::Track::kSingleTurn)
                 .find("\n- Task type: search\n- Complete the task with the search_product_by_query tool\n"
                       "- Task-specific Memory:\nTitle:Red Electric Kettle\n"),
             std::string::npos);
   // Empty history: the plain prompt, no tool hint.
-  EXPECT_EQ(fc.system_message(task(3), runner::Track::kSingleTurn), fc_system_prompt(runner::Track::kSingleTurn, 10));
+  EXPECT_EQ(fc.system_message(task(3), data::Track::kSingleTurn), fc_system_prompt(data::Track::kSingleTurn, 10));
   // Through an episode.
   fx.llm.server.push(ScriptedReply::tool_call("search_product_by_query", kSearchArgs));
   runner::EpisodeResult r = fx.run(*f, task(0));
-  EXPECT_EQ(fx.body(0)["messages"][0]["content"], fc.system_message(task(0), runner::Track::kSingleTurn));
+  EXPECT_EQ(fx.body(0)["messages"][0]["content"], fc.system_message(task(0), data::Track::kSingleTurn));
   EXPECT_DOUBLE_EQ(r.attempts.at(0).result_acc, 0.5);
 }
 
@@ -433,13 +433,13 @@ TEST(FcAgent, TaskSpecificMemoryFromAFunctionFileWithUnknownTools) {
   auto& fc = dynamic_cast<FcAgentFactory&>(*f);
   EXPECT_EQ(fc.options().function_model, FunctionModel::kFile);
   EXPECT_TRUE(json::parse(f->config_json())["function_model"].get<std::string>().starts_with("file "));
-  const std::string plain = fc_system_prompt(runner::Track::kSingleTurn, 10);
+  const std::string plain = fc_system_prompt(data::Track::kSingleTurn, 10);
   // docs/decisions.md D3: an unknown tool, an unusable value or a missing instruction is no memory, never review, never
   // a crash.
-  EXPECT_EQ(fc.system_message(task(0), runner::Track::kSingleTurn), plain);
-  EXPECT_EQ(fc.system_message(task(2), runner::Track::kSingleTurn), plain);
-  EXPECT_EQ(fc.system_message(task(3), runner::Track::kSingleTurn), plain);
-  EXPECT_NE(fc.system_message(task(1), runner::Track::kSingleTurn).find("- Task type: recommend\n"), std::string::npos);
+  EXPECT_EQ(fc.system_message(task(0), data::Track::kSingleTurn), plain);
+  EXPECT_EQ(fc.system_message(task(2), data::Track::kSingleTurn), plain);
+  EXPECT_EQ(fc.system_message(task(3), data::Track::kSingleTurn), plain);
+  EXPECT_NE(fc.system_message(task(1), data::Track::kSingleTurn).find("- Task type: recommend\n"), std::string::npos);
   fx.llm.server.push(ScriptedReply::tool_call("search_product_by_query", kSearchArgs));
   EXPECT_NO_THROW(fx.run(*f, task(0)));
 }
@@ -467,9 +467,9 @@ TEST(FcAgent, TaskSpecificMemoryWithFastTextClassifier) {
     correct += fn == env::task_function(t.type);
     MemoryOptions mo;  // k = 10, full pretty_history retrieval text
     TaskSpecMemory m = taskspec_memory(mini, t, fn, mo, embedder);
-    std::string expected = m.text == "none" ? fc_system_prompt(runner::Track::kSingleTurn, 10)
-                                            : taskspec_system_prompt(runner::Track::kSingleTurn, 10) + "\n" + m.text;
-    EXPECT_EQ(fc.system_message(t, runner::Track::kSingleTurn), expected);
+    std::string expected = m.text == "none" ? fc_system_prompt(data::Track::kSingleTurn, 10)
+                                            : taskspec_system_prompt(data::Track::kSingleTurn, 10) + "\n" + m.text;
+    EXPECT_EQ(fc.system_message(t, data::Track::kSingleTurn), expected);
     if (m.text != "none") {
       ++with_memory;
       EXPECT_LE(m.items.size(), 10u);
@@ -487,7 +487,7 @@ TEST(FcAgent, TaskSpecificMemoryWithAnLlmFunctionModel) {
   auto f = fx.factory("taskspec", 2, {{"function_model", "llm"}});
   EXPECT_EQ(json::parse(f->config_json())["function_model"], "llm gpt-4o-mini/pwab-function-choice/1");
   auto& fc = dynamic_cast<FcAgentFactory&>(*f);
-  EXPECT_THROW(fc.system_message(task(0), runner::Track::kSingleTurn), UsageError);  // needs the episode's model
+  EXPECT_THROW(fc.system_message(task(0), data::Track::kSingleTurn), UsageError);  // needs the episode's model
   fx.llm.server.push(ScriptedReply::text("I would use get_recommendations_by_history here.", 60, 9));
   fx.llm.server.push(ScriptedReply::tool_call("search_product_by_query", kSearchArgs, "call_1", 100, 10));
   runner::EpisodeResult r = fx.run(*f, task(0));
@@ -500,7 +500,7 @@ TEST(FcAgent, TaskSpecificMemoryWithAnLlmFunctionModel) {
   EXPECT_EQ(routing["messages"][1]["content"], task(0).instruction);
   EXPECT_FALSE(routing.contains("tools"));
   EXPECT_EQ(fx.body(1)["messages"][0]["content"],
-            fc.system_message(task(0), runner::Track::kSingleTurn, "get_recommendations_by_history"));
+            fc.system_message(task(0), data::Track::kSingleTurn, "get_recommendations_by_history"));
   EXPECT_NE(fx.body(1)["messages"][0]["content"].get<std::string>().find("- Task type: recommend\n"),
             std::string::npos);
 }

@@ -218,7 +218,7 @@ struct AgentWorld {
     return c;
   }
   //! One episode of `t` with a fresh agent of `f`.
-  runner::EpisodeResult run(const AgentFactory& f, const data::Task& t, runner::Track track = runner::Track::kSingleTurn,
+  runner::EpisodeResult run(const AgentFactory& f, const data::Task& t, data::Track track = data::Track::kSingleTurn,
                             env::UserChannel* user = nullptr, int max_steps = 10) {
     auto agent = f.make(t);
     return runner::run_episode(env, t, *agent, user, {track, max_steps});

@@ -88,7 +88,7 @@ TEST(HeuristicRegistry, NamesAndOptions) {
 
 TEST(HeuristicAgent, OneCallPerTaskWithTheRightArguments) {
   auto& w = mini_world();
-  auto run = run_split(w, *factories().taskspec, data::Split::kTest, runner::Track::kSingleTurn, *w.fasttext);
+  auto run = run_split(w, *factories().taskspec, data::Split::kTest, data::Track::kSingleTurn, *w.fasttext);
   const auto& tasks = w.ds.tasks(data::Split::kTest);
   for (std::size_t i = 0; i < tasks.size(); ++i) {
     const auto& ep = run.episodes[i];
@@ -111,7 +111,7 @@ TEST(HeuristicAgent, OneCallPerTaskWithTheRightArguments) {
     }
   }
   // The no-memory variant has no history: an empty recommendation input.
-  auto none = run_split(w, *factories().none, data::Split::kTest, runner::Track::kSingleTurn, *w.fasttext);
+  auto none = run_split(w, *factories().none, data::Split::kTest, data::Track::kSingleTurn, *w.fasttext);
   for (const auto& ep : none.episodes)
     if (ep.actions[0].action.name == env::kRecommend) {
       EXPECT_EQ(args(ep.actions[0])["product_sequence"].size(), 0u);
@@ -127,8 +127,8 @@ TEST(HeuristicAgent, NeverReadsTheTarget) {
     auto a = factories().taskspec->make(real);
     auto b = factories().taskspec->make(blind);
     std::string obs = env::initial_observation(w.ds, real);  // the review product is what the user shows
-    a->begin(real, obs, runner::Track::kSingleTurn);
-    b->begin(blind, obs, runner::Track::kSingleTurn);
+    a->begin(real, obs, data::Track::kSingleTurn);
+    b->begin(blind, obs, data::Track::kSingleTurn);
     auto sa = a->next(""), sb = b->next("");
     EXPECT_EQ(sa.action.name, sb.action.name);
     EXPECT_EQ(sa.action.arguments_json, sb.action.arguments_json);
@@ -137,8 +137,8 @@ TEST(HeuristicAgent, NeverReadsTheTarget) {
 
 TEST(HeuristicAgent, Deterministic) {
   auto& w = mini_world();
-  auto a = run_split(w, *factories().taskspec, data::Split::kTest, runner::Track::kMultiTurn, *w.fasttext);
-  auto b = run_split(w, *factories().taskspec, data::Split::kTest, runner::Track::kMultiTurn, *w.fasttext);
+  auto a = run_split(w, *factories().taskspec, data::Split::kTest, data::Track::kMultiTurn, *w.fasttext);
+  auto b = run_split(w, *factories().taskspec, data::Split::kTest, data::Track::kMultiTurn, *w.fasttext);
   ASSERT_EQ(a.episodes.size(), b.episodes.size());
   for (std::size_t i = 0; i < a.episodes.size(); ++i) {
     ASSERT_EQ(a.episodes[i].actions.size(), b.episodes[i].actions.size());
@@ -161,12 +161,12 @@ TEST(HeuristicAgent, ThreadSafe) {
     threads.emplace_back([&, t] {
       for (std::size_t i = static_cast<std::size_t>(t); i < tasks.size(); i += 4) {
         auto agent = factory->make(tasks[i]);
-        agent->begin(tasks[i], env::initial_observation(w.ds, tasks[i]), runner::Track::kSingleTurn);
+        agent->begin(tasks[i], env::initial_observation(w.ds, tasks[i]), data::Track::kSingleTurn);
         parallel[i] = agent->next("").action.arguments_json;
       }
     });
   for (auto& th : threads) th.join();
-  auto serial = run_split(w, *factory, data::Split::kTest, runner::Track::kSingleTurn, w.hashing);
+  auto serial = run_split(w, *factory, data::Split::kTest, data::Track::kSingleTurn, w.hashing);
   for (std::size_t i = 0; i < tasks.size(); ++i) EXPECT_EQ(parallel[i], serial.episodes[i].actions[0].action.arguments_json);
 }
 
@@ -183,7 +183,7 @@ TEST(HeuristicAgent, MultiTurnFoldsHintsAndStops) {
     ++n_search;
     sim::ScriptedUser user(w.ds, task, 7);
     auto agent = factories().taskspec->make(task);
-    auto r = runner::run_episode(environment, task, *agent, &user, {runner::Track::kMultiTurn, 10});
+    auto r = runner::run_episode(environment, task, *agent, &user, {data::Track::kMultiTurn, 10});
     ASSERT_GE(r.actions.size(), 2u);
     EXPECT_EQ(r.actions[0].action.name, env::kSearch);
     EXPECT_EQ(r.actions[1].action.name, env::kRespond);  // it asks for feedback
@@ -217,7 +217,7 @@ TEST(HeuristicAgent, MultiTurnFoldsHintsAndStops) {
   for (const auto& task : w.ds.tasks(data::Split::kTest)) {
     sim::ScriptedUser user(w.ds, task, 7);
     auto agent = tight->make(task);
-    auto r = runner::run_episode(environment, task, *agent, &user, {runner::Track::kMultiTurn, 2});
+    auto r = runner::run_episode(environment, task, *agent, &user, {data::Track::kMultiTurn, 2});
     ASSERT_EQ(r.actions.size(), 2u);
     EXPECT_EQ(r.actions[1].action.name, env::kStop);
   }
@@ -238,17 +238,17 @@ TEST(HeuristicAgent, MemoryBeatsNoMemory) {
     none.memory = "none";
     auto with_memory = make_agent_factory("heuristic", {}, c);
     auto without_memory = make_agent_factory("heuristic", none, c);
-    for (runner::Track track : {runner::Track::kSingleTurn, runner::Track::kMultiTurn}) {
+    for (data::Track track : {data::Track::kSingleTurn, data::Track::kMultiTurn}) {
       auto with = run_split(w, *with_memory, data::Split::kTest, track, *e);
       auto without = run_split(w, *without_memory, data::Split::kTest, track, *e);
-      std::string name = e->name().substr(0, e->name().find('/')) + (track == runner::Track::kSingleTurn ? " single" : " multi");
+      std::string name = e->name().substr(0, e->name().find('/')) + (track == data::Track::kSingleTurn ? " single" : " multi");
       std::cout << "[ " << name << " ] taskspec " << test::describe(with.summary) << " | "
                 << with.seconds * 1000 / static_cast<double>(with.episodes.size()) << " ms/task (agent "
                 << with.seconds_agent * 1000 / static_cast<double>(with.episodes.size()) << ")\n";
       std::cout << "[ " << name << " ] none     " << test::describe(without.summary) << "\n";
       EXPECT_GT(with.summary.overall.r_acc.value, without.summary.overall.r_acc.value + 0.005) << name;
       EXPECT_GE(with.summary.overall.f_acc.value, 0.95);
-      if (track == runner::Track::kSingleTurn) {
+      if (track == data::Track::kSingleTurn) {
         EXPECT_LT(with.seconds_agent / static_cast<double>(with.episodes.size()), 0.005);
       }
     }

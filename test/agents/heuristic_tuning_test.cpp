@@ -52,7 +52,7 @@ std::vector<const embed::Embedder*> embedders(const World& w) {
   return {w.fasttext.get(), w.fasttext_mean.get(), &w.hashing};
 }
 
-void tune(World& w, data::Split split, runner::Track track, const std::vector<Variant>& list) {
+void tune(World& w, data::Split split, data::Track track, const std::vector<Variant>& list) {
   pwab::test::TempDir cache;
   for (const embed::Embedder* e : embedders(w)) {
     for (const auto& v : list) {
@@ -63,7 +63,7 @@ void tune(World& w, data::Split split, runner::Track track, const std::vector<Va
       auto factory = make_agent_factory("heuristic", o, c);
       auto run = run_split(w, *factory, split, track, *e);
       std::cout << e->name().substr(0, 15) << " " << data::to_string(split) << " "
-                << (track == runner::Track::kSingleTurn ? "single" : "multi ") << " | " << v.name << " | "
+                << (track == data::Track::kSingleTurn ? "single" : "multi ") << " | " << v.name << " | "
                 << describe(run.summary) << " | "
                 << run.seconds_agent * 1000 / static_cast<double>(run.episodes.size()) << " ms/task agent\n";
     }
@@ -83,13 +83,13 @@ World& persistent(data::SynthScale scale) {
 }
 
 TEST(HeuristicTuning, DISABLED_MiniSingleTurn) {
-  tune(persistent(data::SynthScale::kMini), data::Split::kTrain, runner::Track::kSingleTurn, single_turn_variants());
-  tune(persistent(data::SynthScale::kMini), data::Split::kTest, runner::Track::kSingleTurn, single_turn_variants());
+  tune(persistent(data::SynthScale::kMini), data::Split::kTrain, data::Track::kSingleTurn, single_turn_variants());
+  tune(persistent(data::SynthScale::kMini), data::Split::kTest, data::Track::kSingleTurn, single_turn_variants());
 }
 
 TEST(HeuristicTuning, DISABLED_MiniMultiTurn) {
-  tune(persistent(data::SynthScale::kMini), data::Split::kTrain, runner::Track::kMultiTurn, multi_turn_variants());
-  tune(persistent(data::SynthScale::kMini), data::Split::kTest, runner::Track::kMultiTurn, multi_turn_variants());
+  tune(persistent(data::SynthScale::kMini), data::Split::kTrain, data::Track::kMultiTurn, multi_turn_variants());
+  tune(persistent(data::SynthScale::kMini), data::Split::kTest, data::Track::kMultiTurn, multi_turn_variants());
 }
 
 //! The full synthetic test split (2,174 tasks), single-turn: training times of the two fastText models, and the
@@ -122,7 +122,7 @@ TEST(HeuristicTuning, DISABLED_FullTiming) {
       AgentOptions o;
       o.memory = memory;
       auto f = make_agent_factory("heuristic", o, ce);
-      auto run = run_split(w, *f, data::Split::kTest, runner::Track::kSingleTurn, *e);
+      auto run = run_split(w, *f, data::Split::kTest, data::Track::kSingleTurn, *e);
       std::cout << e->name().substr(0, 15) << " " << memory << ": " << describe(run.summary) << " | " << run.seconds
                 << " s for " << run.episodes.size() << " tasks, agent "
                 << run.seconds_agent * 1000 / static_cast<double>(run.episodes.size()) << " ms/task\n";

@@ -120,9 +120,9 @@ TEST(InterecAgent, HeuristicInitAndMemoryRendering) {
   EXPECT_NE(two.find("a bit loud.\n\n\n- Title: Wool Socks"), std::string::npos);
   EXPECT_EQ(interec_memory(ds(), task(3), {}, 10),
             "\n\nWhat you know about this user:\nHistory:\n\nLike:\n[]\nDislike:\n[]\nExpect:\n[]");
-  std::string st = interec_system_prompt(runner::Track::kSingleTurn, 10);
+  std::string st = interec_system_prompt(data::Track::kSingleTurn, 10);
   EXPECT_NE(st.find("at most -1 steps"), std::string::npos);
-  EXPECT_NE(interec_system_prompt(runner::Track::kMultiTurn, 10).find("at most 10 steps"), std::string::npos);
+  EXPECT_NE(interec_system_prompt(data::Track::kMultiTurn, 10).find("at most 10 steps"), std::string::npos);
 }
 
 TEST(InterecAgent, LlmInitThenUpdate) {
@@ -156,7 +156,7 @@ TEST(InterecAgent, LlmInitThenUpdate) {
   EXPECT_EQ(agent["tools"], json::parse(env::tools_json(false)));
   InterecProfile initial{{"B0KETTLE01"}, {"B0SOCKS001"}, {}};  // expect emptied on init
   EXPECT_EQ(agent["messages"][0]["content"],
-            interec_system_prompt(runner::Track::kSingleTurn, 10) + interec_memory(ds(), task(0), initial, 10));
+            interec_system_prompt(data::Track::kSingleTurn, 10) + interec_memory(ds(), task(0), initial, 10));
 
   json update = fx.body(2);
   ASSERT_EQ(update["messages"].size(), 1u);
@@ -242,7 +242,7 @@ RunResult run_all(int concurrency) {
   f->plan(tasks);
   runner::RunOptions opts;
   opts.concurrency = concurrency;
-  opts.episode = {runner::Track::kSingleTurn, 10};
+  opts.episode = {data::Track::kSingleTurn, 10};
   runner::run_tasks(fx.env, tasks, dir, [&](const data::Task& t, int) { return f->make(t); }, nullptr, opts);
   RunResult out;
   out.memory = read_file(file);

@@ -199,7 +199,7 @@ TEST(PumaAgent, SingleTurnPredictsThenSearchesWithTheTrainingPrompt) {
   fx.llm.server.push(ScriptedReply::completion("search_product_by_query\n", 30, 4));
   fx.llm.server.push(ScriptedReply::completion(" red electric kettle", 200, 6));
   auto agent = f->make(task(0));
-  runner::EpisodeResult r = runner::run_episode(fx.env, task(0), *agent, nullptr, {runner::Track::kSingleTurn, 10});
+  runner::EpisodeResult r = runner::run_episode(fx.env, task(0), *agent, nullptr, {data::Track::kSingleTurn, 10});
 
   EXPECT_EQ(r.ending, "task_function");
   EXPECT_EQ(r.steps, 1);
@@ -232,7 +232,7 @@ TEST(PumaAgent, ReviewPromptCarriesTheProductAndSayEndsSingleTurn) {
   fx.llm.server.push(ScriptedReply::completion("add_product_review"));
   fx.llm.server.push(ScriptedReply::completion("Say: Could you tell me more about the kettle?"));
   auto agent = f->make(task(2));
-  runner::EpisodeResult r = runner::run_episode(fx.env, task(2), *agent, nullptr, {runner::Track::kSingleTurn, 10});
+  runner::EpisodeResult r = runner::run_episode(fx.env, task(2), *agent, nullptr, {data::Track::kSingleTurn, 10});
   EXPECT_EQ(r.ending, "respond");
   ASSERT_EQ(r.actions.size(), 1u);
   EXPECT_EQ(r.actions[0].action.name, "respond");
@@ -252,7 +252,7 @@ TEST(PumaAgent, MultiTurnUsesTheDialogueThenStops) {
   fx.llm.server.push(ScriptedReply::completion("stop"));
   fctest::FixedUser user({"Warm socks, please."});
   auto agent = f->make(task(1));
-  runner::EpisodeResult r = runner::run_episode(fx.env, task(1), *agent, &user, {runner::Track::kMultiTurn, 10});
+  runner::EpisodeResult r = runner::run_episode(fx.env, task(1), *agent, &user, {data::Track::kMultiTurn, 10});
 
   EXPECT_EQ(r.ending, "stop");
   EXPECT_EQ(r.steps, 3);
@@ -287,7 +287,7 @@ TEST(PumaAgent, UnknownFunctionIsAWrongFunctionNotReview) {
   fx.llm.server.push(ScriptedReply::completion("write_a_review"));
   fx.llm.server.push(ScriptedReply::completion("A fine kettle."));
   auto agent = f->make(task(2));
-  runner::EpisodeResult r = runner::run_episode(fx.env, task(2), *agent, nullptr, {runner::Track::kSingleTurn, 10});
+  runner::EpisodeResult r = runner::run_episode(fx.env, task(2), *agent, nullptr, {data::Track::kSingleTurn, 10});
   ASSERT_EQ(r.actions.size(), 2u);
   EXPECT_EQ(r.actions[0].action.name, "write_a_review");
   EXPECT_EQ(r.actions[0].observation, "Unknown action write_a_review");
@@ -306,7 +306,7 @@ TEST(PumaAgent, OfflineAndChatFunctionModelsAndNoMemory) {
     auto f = fx.factory({{"function_model", "keywords"}}, "none");
     fx.llm.server.push(ScriptedReply::completion("electric kettle"));
     auto agent = f->make(task(0));
-    runner::EpisodeResult r = runner::run_episode(fx.env, task(0), *agent, nullptr, {runner::Track::kSingleTurn, 10});
+    runner::EpisodeResult r = runner::run_episode(fx.env, task(0), *agent, nullptr, {data::Track::kSingleTurn, 10});
     EXPECT_EQ(r.ending, "task_function");
     ASSERT_EQ(fx.llm.server.n_requests(), 1u);
     EXPECT_NE(fx.body(0)["prompt"].get<std::string>().find("\nMemory: none\n"), std::string::npos);
@@ -318,7 +318,7 @@ TEST(PumaAgent, OfflineAndChatFunctionModelsAndNoMemory) {
     fx.llm.server.push(ScriptedReply::text("add_product_review", 50, 3));
     fx.llm.server.push(ScriptedReply::completion("Great kettle."));
     auto agent = f->make(task(2));
-    runner::EpisodeResult r = runner::run_episode(fx.env, task(2), *agent, nullptr, {runner::Track::kSingleTurn, 10});
+    runner::EpisodeResult r = runner::run_episode(fx.env, task(2), *agent, nullptr, {data::Track::kSingleTurn, 10});
     EXPECT_EQ(r.ending, "task_function");
     EXPECT_EQ(fx.path(0), "/v1/chat/completions");
     EXPECT_EQ(fx.body(0)["messages"][0]["content"], function_choice_prompt());
@@ -341,7 +341,7 @@ TEST(PumaAgent, InfrastructureErrorsPassThrough) {
   auto f = fx.factory();
   fx.llm.server.set_chat_handler([](const auto&) { return ScriptedReply::error(503, "down"); });
   auto agent = f->make(task(0));
-  EXPECT_THROW(runner::run_episode(fx.env, task(0), *agent, nullptr, {runner::Track::kSingleTurn, 10}),
+  EXPECT_THROW(runner::run_episode(fx.env, task(0), *agent, nullptr, {data::Track::kSingleTurn, 10}),
                llm::InfraError);
 }
 

@@ -124,7 +124,7 @@ TEST(ReactAgent, SingleTurnHappyPath) {
   Fixture fx;
   auto f = fx.factory("react", "last", 2);
   fx.llm.server.push(ScriptedReply::text(step("search_product_by_query", kSearchArgs), 120, 15));
-  runner::EpisodeResult r = fx.run(*f, task(0), runner::Track::kSingleTurn, nullptr, runner::loop_bound(-1, true));
+  runner::EpisodeResult r = fx.run(*f, task(0), data::Track::kSingleTurn, nullptr, runner::loop_bound(-1, true));
 
   EXPECT_EQ(r.ending, "task_function");
   EXPECT_EQ(r.steps, 1);
@@ -147,8 +147,8 @@ TEST(ReactAgent, SingleTurnHappyPath) {
   ASSERT_EQ(body["messages"].size(), 2u);
   std::string system = body["messages"][0]["content"];
   auto& rf = dynamic_cast<ReactAgentFactory&>(*f);
-  EXPECT_EQ(system, rf.system_message(task(0), runner::Track::kSingleTurn));
-  EXPECT_TRUE(system.starts_with(fc_system_prompt(runner::Track::kSingleTurn, 10) + "\n# Available tools\n" +
+  EXPECT_EQ(system, rf.system_message(task(0), data::Track::kSingleTurn));
+  EXPECT_TRUE(system.starts_with(fc_system_prompt(data::Track::kSingleTurn, 10) + "\n# Available tools\n" +
                                  env::tools_json(false) + std::string(react_instruction())));
   EXPECT_NE(system.find("\nMEMORY 1:\n"), std::string::npos);
   EXPECT_EQ(system.find("\nMEMORY 2:\n"), std::string::npos);  // k = 2
@@ -160,7 +160,7 @@ TEST(ReactAgent, CodeFencedReplyParsed) {
   auto f = fx.factory();
   fx.llm.server.push(ScriptedReply::text("Here you go:\n```text\n" + step("search_product_by_query", kSearchArgs) +
                                          "\n```\nLet me know if that works."));
-  runner::EpisodeResult r = fx.run(*f, task(0), runner::Track::kSingleTurn, nullptr, 3);
+  runner::EpisodeResult r = fx.run(*f, task(0), data::Track::kSingleTurn, nullptr, 3);
   EXPECT_EQ(r.ending, "task_function");
   ASSERT_EQ(r.attempts.size(), 1u);
   EXPECT_DOUBLE_EQ(r.attempts[0].result_acc, 0.5);
@@ -174,7 +174,7 @@ TEST(ReactAgent, MultiTurnRespondThenToolThenStop) {
   fx.llm.server.push(ScriptedReply::text(step("search_product_by_query", kSearchArgs), 13, 9));
   fx.llm.server.push(ScriptedReply::text("Thought: done\nAction: stop\nArguments: {}", 17, 3));
   FixedUser user({"Something red, please."});
-  runner::EpisodeResult r = fx.run(*f, task(0), runner::Track::kMultiTurn, &user);
+  runner::EpisodeResult r = fx.run(*f, task(0), data::Track::kMultiTurn, &user);
 
   EXPECT_EQ(r.ending, "stop");
   EXPECT_EQ(r.steps, 3);
@@ -190,7 +190,7 @@ TEST(ReactAgent, MultiTurnRespondThenToolThenStop) {
   ASSERT_EQ(second.size(), 4u);
   EXPECT_EQ(second[2], json({{"role", "assistant"}, {"content", step("respond", "Which colour would you like?")}}));
   EXPECT_EQ(second[3], json({{"role", "user"}, {"content", "Something red, please."}}));
-  EXPECT_EQ(second[0]["content"], dynamic_cast<ReactAgentFactory&>(*f).system_message(task(0), runner::Track::kMultiTurn));
+  EXPECT_EQ(second[0]["content"], dynamic_cast<ReactAgentFactory&>(*f).system_message(task(0), data::Track::kMultiTurn));
   json third = fx.body(2)["messages"];
   ASSERT_EQ(third.size(), 6u);
   EXPECT_EQ(third[4]["role"], "assistant");
@@ -203,7 +203,7 @@ TEST(ReactAgent, MalformedReplyRetriedThenRecordedAsFailure) {
   fx.llm.server.push(ScriptedReply::text("I would search for a kettle.", 10, 1));
   fx.llm.server.push(ScriptedReply::text("Action: search_product_by_query\nArguments: kettle", 20, 2));
   fx.llm.server.push(ScriptedReply::text("Still no format.", 30, 3));
-  runner::EpisodeResult r = fx.run(*f, task(0), runner::Track::kSingleTurn, nullptr, 3);
+  runner::EpisodeResult r = fx.run(*f, task(0), data::Track::kSingleTurn, nullptr, 3);
 
   EXPECT_EQ(fx.llm.server.n_requests(), 3u);  // 1 + parse_retries (2)
   EXPECT_EQ(r.steps, 1);                       // re-asks are not steps
@@ -232,7 +232,7 @@ TEST(ReactAgent, MalformedReplyRetriedThenRecordedAsFailure) {
   fx2.llm.server.push(ScriptedReply::text("no format"));
   fx2.llm.server.push(ScriptedReply::text(step("teleport", "{}")));
   fx2.llm.server.push(ScriptedReply::text(step("search_product_by_query", kSearchArgs)));
-  runner::EpisodeResult r2 = fx2.run(*f2, task(0), runner::Track::kSingleTurn, nullptr, 3);
+  runner::EpisodeResult r2 = fx2.run(*f2, task(0), data::Track::kSingleTurn, nullptr, 3);
   EXPECT_EQ(r2.steps, 2);
   EXPECT_EQ(r2.ending, "task_function");
   json third = fx2.body(2)["messages"];
@@ -270,7 +270,7 @@ TEST(ReactAgent, ReAsksAreNewSamplesAndAFailureReachesTheUser) {
   };
   auto f = make_agent_factory("react", {}, c);
   FixedUser user({"What?"});
-  runner::EpisodeResult r = fx.run(*f, task(0), runner::Track::kMultiTurn, &user);
+  runner::EpisodeResult r = fx.run(*f, task(0), data::Track::kMultiTurn, &user);
   ASSERT_EQ(seen.size(), 4u);
   EXPECT_EQ(seen[0].sample, 0);
   EXPECT_EQ(seen[1].sample, 1);
@@ -291,7 +291,7 @@ TEST(ReactAgent, UnknownToolContinues) {
   auto f = fx.factory();
   fx.llm.server.push(ScriptedReply::text(step("teleport", R"({"to": "moon"})")));
   fx.llm.server.push(ScriptedReply::text(step("search_product_by_query", kSearchArgs)));
-  runner::EpisodeResult r = fx.run(*f, task(0), runner::Track::kSingleTurn, nullptr, 3);
+  runner::EpisodeResult r = fx.run(*f, task(0), data::Track::kSingleTurn, nullptr, 3);
   EXPECT_EQ(r.ending, "task_function");
   EXPECT_EQ(r.steps, 2);
   ASSERT_EQ(r.actions.size(), 2u);
@@ -307,7 +307,7 @@ TEST(ReactAgent, SingleTurnCapIsThree) {
   auto f = fx.factory();
   for (int i = 0; i < 5; ++i) fx.llm.server.push(ScriptedReply::text(step("teleport", "{}")));
   runner::EpisodeResult r =
-      fx.run(*f, task(0), runner::Track::kSingleTurn, nullptr, runner::loop_bound(-1, f->react_style()));
+      fx.run(*f, task(0), data::Track::kSingleTurn, nullptr, runner::loop_bound(-1, f->react_style()));
   EXPECT_EQ(r.steps, 3);
   EXPECT_EQ(r.ending, "step_cap");
   EXPECT_TRUE(r.attempts.empty());
@@ -324,7 +324,7 @@ TEST(ReactAgent, ReflectionAfterEachUserReplyUnderRoleOther) {
   fx.llm.server.push(ScriptedReply::text(step("search_product_by_query", kSearchArgs), 15, 5));
   fx.llm.server.push(ScriptedReply::text(step("stop", "{}"), 17, 3));
   FixedUser user({"Red.", "Yes, electric."});
-  runner::EpisodeResult r = fx.run(*f, task(0), runner::Track::kMultiTurn, &user);
+  runner::EpisodeResult r = fx.run(*f, task(0), data::Track::kMultiTurn, &user);
 
   EXPECT_EQ(r.ending, "stop");
   EXPECT_EQ(r.steps, 4);  // reflections are not steps
@@ -366,7 +366,7 @@ TEST(ReactAgent, ServerFailuresPropagateAsInfraError) {
   auto f = fx.factory();
   for (int i = 0; i < 3; ++i) fx.llm.server.push(ScriptedReply::error(500, "upstream down"));
   auto agent = f->make(task(0));
-  EXPECT_THROW(runner::run_episode(fx.env, task(0), *agent, nullptr, {runner::Track::kSingleTurn, 3}),
+  EXPECT_THROW(runner::run_episode(fx.env, task(0), *agent, nullptr, {data::Track::kSingleTurn, 3}),
                llm::InfraError);
   EXPECT_EQ(fx.llm.ledger.task("test/0", llm::Role::kAgent).calls, 0);
 
@@ -377,13 +377,13 @@ TEST(ReactAgent, ServerFailuresPropagateAsInfraError) {
   for (int i = 0; i < 3; ++i) fx2.llm.server.push(ScriptedReply::error(503, "overloaded"));
   FixedUser user({"Red."});
   auto agent2 = f2->make(task(0));
-  EXPECT_THROW(runner::run_episode(fx2.env, task(0), *agent2, &user, {runner::Track::kMultiTurn, 10}),
+  EXPECT_THROW(runner::run_episode(fx2.env, task(0), *agent2, &user, {data::Track::kMultiTurn, 10}),
                llm::InfraError);
 }
 
 TEST(ReactAgent, EachMemoryOptionReachesThePrompt) {
   Fixture fx;
-  const std::string base = fc_system_prompt(runner::Track::kSingleTurn, 10) + "\n# Available tools\n" +
+  const std::string base = fc_system_prompt(data::Track::kSingleTurn, 10) + "\n# Available tools\n" +
                            env::tools_json(false) + std::string(react_instruction());
   MemoryOptions mo;
   mo.k = 3;
@@ -394,20 +394,20 @@ TEST(ReactAgent, EachMemoryOptionReachesThePrompt) {
     if (s != MemoryStrategy::kNone) expected += baseline_memory(ds(), task(0), s, mo, &fx.embedder);
     std::size_t before = fx.llm.server.n_requests();
     fx.llm.server.push(ScriptedReply::text(step("search_product_by_query", kSearchArgs)));
-    fx.run(*f, task(0), runner::Track::kSingleTurn, nullptr, 3);
+    fx.run(*f, task(0), data::Track::kSingleTurn, nullptr, 3);
     EXPECT_EQ(fx.body(before)["messages"][0]["content"], expected) << to_string(s);
   }
   // Task-specific memory (keyword function model): its own prompt, the tools, then "\n" + the memory.
   auto f = fx.factory("reflection", "taskspec", 3);
-  std::string system = dynamic_cast<ReactAgentFactory&>(*f).system_message(task(0), runner::Track::kMultiTurn);
+  std::string system = dynamic_cast<ReactAgentFactory&>(*f).system_message(task(0), data::Track::kMultiTurn);
   TaskSpecMemory m = taskspec_memory(ds(), task(0), "search_product_by_query", mo, fx.embedder);
   ASSERT_NE(m.text, kNoMemory);
-  EXPECT_EQ(system, taskspec_system_prompt(runner::Track::kMultiTurn, 10) + "\n# Available tools\n" +
+  EXPECT_EQ(system, taskspec_system_prompt(data::Track::kMultiTurn, 10) + "\n# Available tools\n" +
                         env::tools_json(false) + std::string(react_instruction()) + "\n" + m.text);
   std::size_t before = fx.llm.server.n_requests();
   fx.llm.server.push(ScriptedReply::text(step("stop", "{}")));
   FixedUser user({});
-  fx.run(*f, task(0), runner::Track::kMultiTurn, &user);
+  fx.run(*f, task(0), data::Track::kMultiTurn, &user);
   EXPECT_EQ(fx.body(before)["messages"][0]["content"], system);
 }
 

@@ -64,8 +64,8 @@ TEST(RecMindAgent, RegisteredAndOptions) {
 }
 
 TEST(RecMindAgent, PromptLayouts) {
-  std::string st = recmind_system_prompt(runner::Track::kSingleTurn, 10);
-  std::string mt = recmind_system_prompt(runner::Track::kMultiTurn, 7);
+  std::string st = recmind_system_prompt(data::Track::kSingleTurn, 10);
+  std::string mt = recmind_system_prompt(data::Track::kMultiTurn, 7);
   EXPECT_EQ(count_rules(st), 7);
   EXPECT_EQ(count_rules(mt), 12);
   EXPECT_NE(st.find("\n\nRules:\n- "), std::string::npos);
@@ -98,7 +98,7 @@ TEST(RecMindAgent, DetailsToolThenScoredTaskFunction) {
                                               "call_d", 30, 5));
   fx.llm.server.push(ScriptedReply::tool_call("search_product_by_query", kSearchArgs, "call_s", 40, 6));
   auto agent = f->make(task(0));
-  runner::EpisodeResult r = runner::run_episode(fx.env, task(0), *agent, nullptr, {runner::Track::kSingleTurn, 10});
+  runner::EpisodeResult r = runner::run_episode(fx.env, task(0), *agent, nullptr, {data::Track::kSingleTurn, 10});
 
   EXPECT_EQ(r.ending, "task_function");
   EXPECT_EQ(r.steps, 2);
@@ -113,7 +113,7 @@ TEST(RecMindAgent, DetailsToolThenScoredTaskFunction) {
   EXPECT_EQ(first["tools"], json::parse(env::tools_json(true)));
   EXPECT_EQ(first["tools"].size(), 5u);
   EXPECT_EQ(first["messages"][0]["content"],
-            recmind_system_prompt(runner::Track::kSingleTurn, 10) + recmind_memory(ds(), task(0), 3));
+            recmind_system_prompt(data::Track::kSingleTurn, 10) + recmind_memory(ds(), task(0), 3));
   json second = fx.body(1)["messages"];
   ASSERT_EQ(second.size(), 4u);
   EXPECT_EQ(second[2]["tool_calls"][0]["function"]["name"], "get_product_details_by_asin");
@@ -132,13 +132,13 @@ TEST(RecMindAgent, UnknownAsinInDetailsKeepsGoingInMultiTurn) {
   fx.llm.server.push(ScriptedReply::tool_call("stop", "{}", "c3"));
   auto agent = f->make(task(0));
   fctest::FixedUser user({"Thanks"});
-  runner::EpisodeResult r = runner::run_episode(fx.env, task(0), *agent, &user, {runner::Track::kMultiTurn, 4});
+  runner::EpisodeResult r = runner::run_episode(fx.env, task(0), *agent, &user, {data::Track::kMultiTurn, 4});
   EXPECT_EQ(r.ending, "stop");
   EXPECT_EQ(r.steps, 3);
   ASSERT_EQ(r.attempts.size(), 1u);
   EXPECT_EQ(fx.body(1)["messages"][3]["content"], "Product not found.");
   EXPECT_EQ(fx.body(0)["messages"][0]["content"],
-            recmind_system_prompt(runner::Track::kMultiTurn, 4) + recmind_memory(ds(), task(0), 10));
+            recmind_system_prompt(data::Track::kMultiTurn, 4) + recmind_memory(ds(), task(0), 10));
 }
 
 }  // namespace

@@ -90,14 +90,14 @@ TEST(RemoteAgent, SendsItsBearerTokenAndKeepsItOutOfTheManifest) {
   auto f = fx.factory({{"token", "agent-secret-1"}});
   EXPECT_EQ(f->config_json().find("agent-secret-1"), std::string::npos);
   FixedUser user({});
-  fx.run(*f, task(0), runner::Track::kMultiTurn, &user);
+  fx.run(*f, task(0), data::Track::kMultiTurn, &user);
   ASSERT_EQ(fx.llm.server.n_requests(), 1u);
   EXPECT_EQ(fx.llm.server.requests()[0].header("authorization"), "Bearer agent-secret-1");
 
   Fixture plain;
   plain.llm.server.push(reply({{"name", "stop"}}));
   auto g = plain.factory();
-  plain.run(*g, task(0), runner::Track::kMultiTurn, &user);
+  plain.run(*g, task(0), data::Track::kMultiTurn, &user);
   EXPECT_EQ(plain.llm.server.requests()[0].header("authorization"), "");
 }
 
@@ -110,7 +110,7 @@ TEST(RemoteAgent, RequestsCarryTheWholeEpisodeAndTheConversationGrows) {
   fx.llm.server.push(reply({{"name", "stop"}, {"usage", {{"prompt_tokens", 5}}}}));
   auto f = fx.factory();
   FixedUser user({"A red one, please."});
-  auto result = fx.run(*f, task(0), runner::Track::kMultiTurn, &user);
+  auto result = fx.run(*f, task(0), data::Track::kMultiTurn, &user);
 
   ASSERT_EQ(fx.llm.server.n_requests(), 3u);
   EXPECT_EQ(result.steps, 3);
@@ -172,7 +172,7 @@ TEST(RemoteAgent, RequestsCarryTheWholeEpisodeAndTheConversationGrows) {
 
   // A new episode gets a new id, even for the same task.
   fx.llm.server.push(reply({{"name", "stop"}}));
-  fx.run(*f, task(0), runner::Track::kMultiTurn, &user);
+  fx.run(*f, task(0), data::Track::kMultiTurn, &user);
   EXPECT_NE(fx.request(3)["episode_id"], first["episode_id"]);
 }
 
@@ -202,7 +202,7 @@ TEST(RemoteAgent, BadToolCallsAreObservationsNotErrors) {
   fx.llm.server.push(reply({{"name", "stop"}}));
   auto f = fx.factory();
   FixedUser user({});
-  auto result = fx.run(*f, task(0), runner::Track::kMultiTurn, &user);
+  auto result = fx.run(*f, task(0), data::Track::kMultiTurn, &user);
   EXPECT_EQ(result.ending, "stop");
   EXPECT_EQ(result.steps, 4);
   json conversation = fx.request(3)["conversation"];
@@ -272,7 +272,7 @@ TEST(RemoteAgent, AnAgentThatKeepsFailingErrsTheTaskAndResumeRetriesIt) {
     runner::RunDirectory dir = runner::RunDirectory::open(fx.cache.path() / "run", m, resume);
     runner::RunOptions opts;
     opts.concurrency = 1;
-    opts.episode = {runner::Track::kSingleTurn, 10};
+    opts.episode = {data::Track::kSingleTurn, 10};
     return runner::run_tasks(fx.env, tasks, dir, [&](const data::Task& t, int) { return f->make(t); }, nullptr, opts);
   };
   fx.llm.server.push(ScriptedReply::error(400, "I do not understand"));  // not retried

@@ -41,7 +41,7 @@ World& mini_world() {
   return w;
 }
 
-SplitRun run_split(const World& w, const AgentFactory& factory, data::Split split, runner::Track track,
+SplitRun run_split(const World& w, const AgentFactory& factory, data::Split split, data::Track track,
                    const embed::Embedder& reward_embedder, int max_steps) {
   env::Environment environment(w.ds, w.search.get(), w.recommend.get(), reward_embedder);
   SplitRun out;
@@ -51,7 +51,7 @@ SplitRun run_split(const World& w, const AgentFactory& factory, data::Split spli
     auto agent = factory.make(task);
     runner::EpisodeOptions eo{track, max_steps};
     runner::EpisodeResult r;
-    if (track == runner::Track::kMultiTurn) {
+    if (track == data::Track::kMultiTurn) {
       sim::ScriptedUser user(w.ds, task, 7);
       r = runner::run_episode(environment, task, *agent, &user, eo);
     } else {

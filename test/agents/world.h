@@ -44,7 +44,7 @@ struct SplitRun {
 };
 
 //! Runs every task of `split` through runner::run_episode (multi-turn with a sim::ScriptedUser seeded 7).
-SplitRun run_split(const World& w, const AgentFactory& factory, data::Split split, runner::Track track,
+SplitRun run_split(const World& w, const AgentFactory& factory, data::Split split, data::Track track,
                    const embed::Embedder& reward_embedder, int max_steps = 10);
 
 //! "search 0.41 | recommend 0.05 | review 0.62 | overall 0.36" (R. Acc), plus F. Acc and steps.

@@ -31,7 +31,7 @@ Cells: value [95% CI], percentile bootstrap over tasks (1000 resamples, seed 1).
 }
 
 TEST(Format, TableSingleTurnHasNoSteps) {
-  EXPECT_EQ(format_table(small_summary(), "X", Track::kSingleTurn), R"golden(Method | Search                                 | Recommendation                         | Review                                   | Overall
+  EXPECT_EQ(format_table(small_summary(), "X", data::Track::kSingleTurn), R"golden(Method | Search                                 | Recommendation                         | Review                                   | Overall
        | Function Acc        Res Acc            | Function Acc        Res Acc            | Function Acc        Res Acc              | Function Acc        Res Acc
 X      | 0.750 [0.50, 1.00]  0.647 [0.61, 0.68] | 0.500 [0.00, 1.00]  0.025 [0.00, 0.05] | 1.000 [1.00, 1.00]  -0.125 [-0.25, 0.00] | 0.750 [0.50, 1.00]  0.298 [0.20, 0.40]
 Tasks  | n = 4                                  | n = 2                                  | n = 2                                    | n = 8
@@ -49,7 +49,7 @@ Tasks: search 4, recommendation 2, review 2, overall 8. Cells: value [95% CI], p
 }
 
 TEST(Format, MarkdownSingleTurnEscapesPipes) {
-  EXPECT_EQ(format_markdown(small_summary(), "a|b", Track::kSingleTurn), R"golden(| Method | Search Function Acc | Search Res Acc | Recommendation Function Acc | Recommendation Res Acc | Review Function Acc | Review Res Acc | Overall Function Acc | Overall Res Acc |
+  EXPECT_EQ(format_markdown(small_summary(), "a|b", data::Track::kSingleTurn), R"golden(| Method | Search Function Acc | Search Res Acc | Recommendation Function Acc | Recommendation Res Acc | Review Function Acc | Review Res Acc | Overall Function Acc | Overall Res Acc |
 |---|---|---|---|---|---|---|---|---|
 | a\|b | 0.750 [0.50, 1.00] | 0.647 [0.61, 0.68] | 0.500 [0.00, 1.00] | 0.025 [0.00, 0.05] | 1.000 [1.00, 1.00] | -0.125 [-0.25, 0.00] | 0.750 [0.50, 1.00] | 0.298 [0.20, 0.40] |
 

@@ -17,6 +17,8 @@
 namespace pwab::report {
 namespace {
 
+using runner::read_run;
+
 using data::TaskType;
 using Json = nlohmann::json;
 
@@ -318,7 +320,7 @@ runner::RunManifest manifest(const std::string& track) {
   return m;
 }
 
-report::Run make_run(const test::TempDir& dir, const std::string& name, const std::vector<runner::TaskRecord>& records) {
+runner::Run make_run(const test::TempDir& dir, const std::string& name, const std::vector<runner::TaskRecord>& records) {
   auto path = dir / name;
   auto run = runner::RunDirectory::open(path, manifest("multi"), false);
   for (const auto& r : records) run.append(r);
@@ -338,7 +340,7 @@ TEST(Diagnosis, LeakRatesAndScoresWithoutLeakedEpisodes) {
     records.push_back(r);
   }
   test::TempDir dir;
-  report::Run run = make_run(dir, "leaky", records);
+  runner::Run run = make_run(dir, "leaky", records);
   DiagnosisOptions o;
   o.bootstrap.resamples = 200;
   Diagnosis d = diagnose(run, world(), o);
@@ -380,8 +382,8 @@ TEST(Diagnosis, PairedMovementBetweenRuns) {
     return rec;
   };
   test::TempDir dir;
-  report::Run a = make_run(dir, "a", {search(0, "B0A", 0), search(0, "B0A", 1), search(1, kSearchTarget, 2)});
-  report::Run b = make_run(dir, "b", {search(1, kSearchTarget, 0), search(1, kSearchTarget, 1), search(1, kSearchTarget, 2)});
+  runner::Run a = make_run(dir, "a", {search(0, "B0A", 0), search(0, "B0A", 1), search(1, kSearchTarget, 2)});
+  runner::Run b = make_run(dir, "b", {search(1, kSearchTarget, 0), search(1, kSearchTarget, 1), search(1, kSearchTarget, 2)});
   DiagnosisOptions o;
   o.bootstrap.resamples = 100;
   DiagnosisComparison c = compare_diagnoses(diagnose(a, world(), o), diagnose(b, world(), o), o.bootstrap);

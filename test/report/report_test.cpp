@@ -19,6 +19,10 @@
 namespace pwab::report {
 namespace {
 
+using runner::read_run;
+using runner::run_embedder;
+using runner::run_title;
+
 using Json = nlohmann::json;
 using test::metric_text;
 using test::TempDir;
@@ -92,9 +96,9 @@ TEST(ReadRun, NamesTheRunAsScoreDoes) {
   auto recs = records(12);
   recs[4].error = "search backend down";
   auto path = make_run(dir, "st", "single", recs);
-  report::Run run = read_run(path);
+  runner::Run run = read_run(path);
   EXPECT_EQ(run.title, "heuristic (taskspec)");
-  EXPECT_EQ(run.track, metrics::Track::kSingleTurn);
+  EXPECT_EQ(run.track, data::Track::kSingleTurn);
   EXPECT_EQ(run.embedder, "fasttext");
   EXPECT_EQ(run.records.size(), 12u);
   EXPECT_EQ(run.n_errored, 1u);
@@ -104,7 +108,7 @@ TEST(ReadRun, NamesTheRunAsScoreDoes) {
   runner::RunManifest bare;
   bare.config_json = "{}";
   EXPECT_EQ(run_title(bare), "run");
-  EXPECT_EQ(run_track(bare), metrics::Track::kMultiTurn);
+  EXPECT_EQ(runner::manifest_track(bare), data::Track::kMultiTurn);
   EXPECT_EQ(run_embedder(bare), "unknown");
 }
 
@@ -120,8 +124,8 @@ TEST(ReadRun, MissingDirectoryNamesTheManifest) {
 
 TEST(RenderHtml, TableCellsAreScoresFormatting) {
   TempDir dir;
-  report::Run st = read_run(make_run(dir, "st", "single", records(30)));
-  report::Run mt = read_run(make_run(dir, "mt", "multi", records(21, 0.3)));
+  runner::Run st = read_run(make_run(dir, "st", "single", records(30)));
+  runner::Run mt = read_run(make_run(dir, "mt", "multi", records(21, 0.3)));
   std::string page = render_html({st, mt});
 
   auto s1 = metrics::summarize(st.outcomes), s2 = metrics::summarize(mt.outcomes);
@@ -148,9 +152,9 @@ TEST(RenderHtml, TableCellsAreScoresFormatting) {
 
 TEST(RenderHtml, ChartsHaveOneBarPerRunAndGroup) {
   TempDir dir;
-  report::Run a = read_run(make_run(dir, "a", "single", records(9)));
-  report::Run b = read_run(make_run(dir, "b", "single", records(9, 0.2)));
-  report::Run c = read_run(make_run(dir, "c", "single", records(9, 0.8)));
+  runner::Run a = read_run(make_run(dir, "a", "single", records(9)));
+  runner::Run b = read_run(make_run(dir, "b", "single", records(9, 0.2)));
+  runner::Run c = read_run(make_run(dir, "c", "single", records(9, 0.8)));
   std::string page = render_html({a, b, c});
   std::size_t bars = 0;
   for (auto pos = page.find("<rect class=\"bar"); pos != std::string::npos; pos = page.find("<rect class=\"bar", pos + 1))
@@ -173,7 +177,7 @@ TEST(RenderHtml, ViewerBlobCarriesEveryRecord) {
   TempDir dir;
   auto recs = records(10);
   recs[3].error = "timeout";
-  report::Run run = read_run(make_run(dir, "st", "single", recs));
+  runner::Run run = read_run(make_run(dir, "st", "single", recs));
   Json data = blob(render_html({run}));
   ASSERT_EQ(data["tasks"].size(), 10u);
   EXPECT_EQ(data["runs"][0]["id"], "R1");
@@ -219,7 +223,7 @@ TEST(RenderHtml, HostileTextCannotLeaveTheDataElement) {
   const std::string hostile = "</script><script>alert(1)</script><!-- \xE2\x80\xA8 line \xE2\x80\xA9 para";
   recs[1].instruction = hostile;
   recs[2].first_observation = "bad \xFF byte";
-  report::Run run = read_run(make_run(dir, "st", "single", recs));
+  runner::Run run = read_run(make_run(dir, "st", "single", recs));
   std::string page = render_html({run}, options([](ReportOptions& o) { o.title = "<b>mine</b>"; }));
   auto begin = page.find("id=\"pwab-data\">");
   auto end = page.find("</script>", begin);
@@ -238,7 +242,7 @@ TEST(RenderHtml, LongObservationsAreCutWithTheirSize) {
   std::string long_text;
   while (long_text.size() < 10000) long_text += "['B0 caf\xC3\xA9 kettle', ";
   recs[0].actions[0].observation = long_text;
-  report::Run run = read_run(make_run(dir, "st", "single", recs));
+  runner::Run run = read_run(make_run(dir, "st", "single", recs));
   Json cut = blob(render_html({run}, options([](ReportOptions& o) { o.max_observation_chars = 1001; })));
   std::string shown = cut["tasks"][0]["actions"][0]["obs"]["text"];
   EXPECT_LE(shown.size(), 1001u);
@@ -255,7 +259,7 @@ TEST(RenderHtml, NoRunsIsAUsageError) { EXPECT_THROW(render_html({}), UsageError
 
 //! A hand-made diagnosis of `run` (the page only shows what it is given): records alternate solved and
 //! search_target_absent; every third has the repeated_call flag; the groups count them.
-Diagnosis diagnosis_of(const report::Run& run, bool multi_turn) {
+Diagnosis diagnosis_of(const runner::Run& run, bool multi_turn) {
   Diagnosis d;
   d.multi_turn = multi_turn;
   d.user_sim = "scripted";
@@ -288,7 +292,7 @@ Diagnosis diagnosis_of(const report::Run& run, bool multi_turn) {
 
 TEST(RenderHtml, WithoutDiagnosesThereIsNoDiagnosis) {
   TempDir dir;
-  report::Run st = read_run(make_run(dir, "st", "single", records(12)));
+  runner::Run st = read_run(make_run(dir, "st", "single", records(12)));
   std::string page = render_html({st});
   EXPECT_EQ(page.find("id=\"diagnosis\""), std::string::npos);
   EXPECT_EQ(page.find("href=\"#diagnosis\""), std::string::npos);
@@ -302,8 +306,8 @@ TEST(RenderHtml, WithoutDiagnosesThereIsNoDiagnosis) {
 
 TEST(RenderHtml, DiagnosesShowWhyTasksFail) {
   TempDir dir;
-  report::Run st = read_run(make_run(dir, "st", "single", records(12)));
-  report::Run mt = read_run(make_run(dir, "mt", "multi", records(9, 0.3)));
+  runner::Run st = read_run(make_run(dir, "st", "single", records(12)));
+  runner::Run mt = read_run(make_run(dir, "mt", "multi", records(9, 0.3)));
   Diagnosis dst = diagnosis_of(st, false), dmt = diagnosis_of(mt, true);
   dmt.groups[3].primary[static_cast<std::size_t>(Failure::kSolved)] = 0;  // solved stays as a row of zeros
   const std::string page = render_html({st, mt}, options([&](ReportOptions& o) { o.diagnoses = {dst, dmt}; }));
@@ -361,7 +365,7 @@ TEST(RenderHtml, DiagnosesShowWhyTasksFail) {
 
 TEST(RenderHtml, DiagnosesMustMatchTheRuns) {
   TempDir dir;
-  report::Run st = read_run(make_run(dir, "st", "single", records(6)));
+  runner::Run st = read_run(make_run(dir, "st", "single", records(6)));
   Diagnosis d = diagnosis_of(st, false);
   EXPECT_THROW(render_html({st, st}, options([&](ReportOptions& o) { o.diagnoses = {d}; })), UsageError);
   EXPECT_NO_THROW(render_html({st, st}, options([&](ReportOptions& o) { o.diagnoses = {d, d}; })));
@@ -418,7 +422,7 @@ TEST(Analysis, TimesTransitionsAndStepsFollowTheRecords) {
       episode(4, search, {"bogus_tool"}, 0.0, 9.0, 9.0),
   };
   recs[4].error = "LLM endpoint unreachable";  // errored: in no figure
-  report::Run run = read_run(make_run(dir, "mt", "multi", recs));
+  runner::Run run = read_run(make_run(dir, "mt", "multi", recs));
   Analysis a = analyze(run);
   ASSERT_TRUE(a.multi_turn);
 
@@ -474,7 +478,7 @@ TEST(Analysis, TimesTransitionsAndStepsFollowTheRecords) {
   EXPECT_NE(md.find("| 3 | 2 | 1 | 0.450 |"), std::string::npos) << md;
 
   // A single-turn run has the time table only.
-  report::Run single = read_run(make_run(dir, "st", "single", records(6)));
+  runner::Run single = read_run(make_run(dir, "st", "single", records(6)));
   Json js = Json::parse(analysis_json(analyze(single)));
   EXPECT_TRUE(js.contains("time"));
   EXPECT_FALSE(js.contains("transitions"));
@@ -491,7 +495,7 @@ TEST(Analysis, ThePageDrawsTheFiguresAndTheTrialsTables) {
       r.trial = trial;
       recs.push_back(r);
     }
-  report::Run run = read_run(make_run(dir, "mt", "multi", recs));
+  runner::Run run = read_run(make_run(dir, "mt", "multi", recs));
   const std::string page = render_html({run});
   const auto summary = metrics::summarize(run.outcomes);
   EXPECT_EQ(metric_text(page, "R1.trials.overall.pass_hat.2"),

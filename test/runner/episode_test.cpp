@@ -32,7 +32,7 @@ AgentStep say(const std::string& text) { return call(env::kRespond, R"({"content
 class ScriptedAgent final : public Agent {
  public:
   explicit ScriptedAgent(std::vector<AgentStep> steps) : steps_(std::move(steps)) {}
-  void begin(const data::Task&, const std::string& first_observation, Track track) override {
+  void begin(const data::Task&, const std::string& first_observation, data::Track track) override {
     ++begins;
     first = first_observation;
     track_seen = track;
@@ -44,7 +44,7 @@ class ScriptedAgent final : public Agent {
   }
   int begins = 0;
   std::string first;
-  Track track_seen = Track::kMultiTurn;
+  data::Track track_seen = data::Track::kMultiTurn;
   std::vector<std::string> seen;  //!< observations passed to next(), in order
 
  private:
@@ -58,11 +58,11 @@ class RunnerFixture : public ::testing::Test {
   const data::Task& review_task() { return ds_.tasks(data::Split::kTest)[2]; }
   EpisodeResult single(const data::Task& t, std::vector<AgentStep> steps, int max_steps = 10) {
     ScriptedAgent agent(std::move(steps));
-    return run_episode(env_, t, agent, nullptr, {Track::kSingleTurn, max_steps});
+    return run_episode(env_, t, agent, nullptr, {data::Track::kSingleTurn, max_steps});
   }
   EpisodeResult multi(const data::Task& t, std::vector<AgentStep> steps, env::UserChannel* user, int max_steps = 10) {
     ScriptedAgent agent(std::move(steps));
-    return run_episode(env_, t, agent, user, {Track::kMultiTurn, max_steps});
+    return run_episode(env_, t, agent, user, {data::Track::kMultiTurn, max_steps});
   }
   data::Dataset ds_;
   embed::HashingEmbedder embedder_;
@@ -73,7 +73,7 @@ class RunnerFixture : public ::testing::Test {
 
 TEST_F(RunnerFixture, SingleTurnTaskFunctionIsScoredAndEnds) {
   ScriptedAgent agent({call(env::kAddReview, kGoodReview, 100, 7), call(env::kStop)});
-  EpisodeResult r = run_episode(env_, review_task(), agent, nullptr, {Track::kSingleTurn, 10});
+  EpisodeResult r = run_episode(env_, review_task(), agent, nullptr, {data::Track::kSingleTurn, 10});
   EXPECT_EQ(r.ending, "task_function");
   EXPECT_EQ(r.steps, 1);
   ASSERT_EQ(r.attempts.size(), 1u);
@@ -87,7 +87,7 @@ TEST_F(RunnerFixture, SingleTurnTaskFunctionIsScoredAndEnds) {
   EXPECT_EQ(agent.begins, 1);
   EXPECT_EQ(agent.first, env::initial_observation(ds_, review_task()));
   EXPECT_EQ(r.first_observation, agent.first);
-  EXPECT_EQ(agent.track_seen, Track::kSingleTurn);
+  EXPECT_EQ(agent.track_seen, data::Track::kSingleTurn);
   ASSERT_EQ(agent.seen.size(), 1u);
   EXPECT_EQ(agent.seen[0], "");
   EXPECT_GE(r.seconds_env, 0.0);
@@ -126,7 +126,7 @@ TEST_F(RunnerFixture, SingleTurnStopWithBadArgumentsStillStops) {
 TEST_F(RunnerFixture, SingleTurnDetailsAndUnknownToolsContinue) {
   ScriptedAgent agent({call(env::kProductDetails, R"({"product_asin": "B0FIXTURE4"})"), call("buy_now"),
                        call(env::kAddReview, kGoodReview)});
-  EpisodeResult r = run_episode(env_, review_task(), agent, nullptr, {Track::kSingleTurn, 10});
+  EpisodeResult r = run_episode(env_, review_task(), agent, nullptr, {data::Track::kSingleTurn, 10});
   EXPECT_EQ(r.ending, "task_function");
   EXPECT_EQ(r.steps, 3);
   ASSERT_EQ(r.attempts.size(), 1u);
@@ -194,8 +194,8 @@ TEST(LoopBound, FollowsTheOriginal) {
 TEST_F(RunnerFixture, SingleTurnRejectsAUserAndMultiTurnRejectsNoSteps) {
   sim::ScriptedUser user(ds_, review_task(), 1);
   ScriptedAgent agent({call(env::kStop)});
-  EXPECT_THROW(run_episode(env_, review_task(), agent, &user, {Track::kSingleTurn, 10}), UsageError);
-  EXPECT_THROW(run_episode(env_, review_task(), agent, nullptr, {Track::kMultiTurn, 0}), UsageError);
+  EXPECT_THROW(run_episode(env_, review_task(), agent, &user, {data::Track::kSingleTurn, 10}), UsageError);
+  EXPECT_THROW(run_episode(env_, review_task(), agent, nullptr, {data::Track::kMultiTurn, 0}), UsageError);
 }
 
 // --- multi-turn -------------------------------------------------------------------------------------------
@@ -228,7 +228,7 @@ TEST_F(RunnerFixture, MultiTurnRespondReachesTheScriptedUserAfterNoteAttempt) {
   const std::string question = "Is this what you wanted?";
   sim::ScriptedUser user(ds_, search_task(), 5);
   ScriptedAgent agent({call(env::kAddReview, R"({"review": "Fine for the price."})"), say(question), call(env::kStop)});
-  EpisodeResult r = run_episode(env_, search_task(), agent, &user, {Track::kMultiTurn, 10});
+  EpisodeResult r = run_episode(env_, search_task(), agent, &user, {data::Track::kMultiTurn, 10});
   EXPECT_EQ(r.ending, "stop");
   EXPECT_EQ(r.steps, 3);
   ASSERT_EQ(r.attempts.size(), 1u);  // the respond is not done, so not recorded
@@ -269,13 +269,13 @@ TEST_F(RunnerFixture, MultiTurnStepCap) {
   // A task function does not end a multi-turn episode: the agent keeps attempting until the cap.
   sim::ScriptedUser user(ds_, review_task(), 9);
   ScriptedAgent agent({say("What matters to you?"), call(env::kAddReview, kOtherReview)});
-  EpisodeResult r = run_episode(env_, review_task(), agent, &user, {Track::kMultiTurn, 4});
+  EpisodeResult r = run_episode(env_, review_task(), agent, &user, {data::Track::kMultiTurn, 4});
   EXPECT_EQ(r.ending, "step_cap");
   EXPECT_EQ(r.steps, 4);
   EXPECT_EQ(agent.seen.size(), 4u);  // steps = agent calls
   EXPECT_EQ(r.attempts.size(), 3u);
   EXPECT_EQ(r.actions.size(), 4u);
-  EXPECT_EQ(agent.track_seen, Track::kMultiTurn);
+  EXPECT_EQ(agent.track_seen, data::Track::kMultiTurn);
 }
 
 TEST_F(RunnerFixture, OutcomesAggregateThroughMetrics) {

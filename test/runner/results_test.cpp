@@ -522,7 +522,7 @@ TEST(Results, DatasetFingerprintFollowsNamesAndBytes) {
 class ReplayAgent final : public Agent {
  public:
   explicit ReplayAgent(std::vector<AgentStep> steps) : steps_(std::move(steps)) {}
-  void begin(const data::Task&, const std::string&, Track) override {}
+  void begin(const data::Task&, const std::string&, data::Track) override {}
   AgentStep next(const std::string&) override { return steps_[std::min(i_++, steps_.size() - 1)]; }
 
  private:
@@ -550,7 +550,7 @@ TEST(Results, SummaryFromRecordsEqualsSummaryFromEpisodes) {
   for (data::Split split : {data::Split::kTrain, data::Split::kTest})
     for (const data::Task& task : ds.tasks(split)) {
       ReplayAgent agent(scripts[n++ % scripts.size()]);
-      EpisodeResult r = run_episode(environment, task, agent, nullptr, {Track::kMultiTurn, 4});
+      EpisodeResult r = run_episode(environment, task, agent, nullptr, {data::Track::kMultiTurn, 4});
       direct.push_back(r.outcome(task_key(task)));
       TaskRecord rec = make_record(ds, task, r);
       EXPECT_EQ(rec.user_id, ds.user(task.user).id);

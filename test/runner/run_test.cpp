@@ -16,7 +16,8 @@
 #include "data/synth.h"
 #include "embed/embedder.h"
 #include "env/tools.h"
-#include "report/runs.h"
+#include "runner/read_run.h"
+#include "report/summaries.h"
 #include "sim/scripted_user.h"
 #include "support/test_support.h"
 
@@ -26,13 +27,13 @@ namespace {
 //! Reviews with the instruction as text, or searches with it as query; then (multi-turn) asks once and stops.
 class EchoAgent final : public Agent {
  public:
-  void begin(const data::Task& task, const std::string&, Track track) override {
+  void begin(const data::Task& task, const std::string&, data::Track track) override {
     task_ = &task;
     track_ = track;
   }
   AgentStep next(const std::string&) override {
     ++calls_;
-    if (calls_ == 2 && track_ == Track::kMultiTurn) return {{std::string(env::kRespond), R"({"content": "Better?"})"}, 3, 1};
+    if (calls_ == 2 && track_ == data::Track::kMultiTurn) return {{std::string(env::kRespond), R"({"content": "Better?"})"}, 3, 1};
     if (calls_ >= 3) return {{std::string(env::kStop), "{}"}, 1, 1};
     std::string text = task_->instruction.substr(0, 60);
     for (char& c : text)
@@ -44,7 +45,7 @@ class EchoAgent final : public Agent {
 
  private:
   const data::Task* task_ = nullptr;
-  Track track_ = Track::kSingleTurn;
+  data::Track track_ = data::Track::kSingleTurn;
   int calls_ = 0;
 };
 
@@ -52,7 +53,7 @@ class EchoAgent final : public Agent {
 class FlakyAgent final : public Agent {
  public:
   explicit FlakyAgent(bool fail) : fail_(fail) {}
-  void begin(const data::Task& t, const std::string& o, Track tr) override { inner_.begin(t, o, tr); }
+  void begin(const data::Task& t, const std::string& o, data::Track tr) override { inner_.begin(t, o, tr); }
   AgentStep next(const std::string& obs) override {
     if (fail_) throw Error("model service: 503 after 6 attempts");
     return inner_.next(obs);
@@ -131,7 +132,7 @@ TEST(Run, EveryTaskRecordedOnceAtAnyConcurrency) {
     RunDirectory dir = RunDirectory::open(tmp / "run", f.manifest(), false);
     std::size_t calls = 0;
     RunOptions options;
-    options.episode = {Track::kMultiTurn, 10};
+    options.episode = {data::Track::kMultiTurn, 10};
     options.concurrency = concurrency;
     options.on_progress = [&](const RunProgress&) { ++calls; };
     RunReport report = run_tasks(f.environment, tasks, dir, echo_maker(), nullptr, options);
@@ -220,7 +221,7 @@ TEST(Run, UsageErrorsStopTheRun) {
   test::TempDir tmp;
   RunDirectory dir = RunDirectory::open(tmp / "run", f.manifest(), false);
   RunOptions options;
-  options.episode = {Track::kSingleTurn, 10};
+  options.episode = {data::Track::kSingleTurn, 10};
   // A user simulator in the single-turn track is a usage error of the whole run, not a task failure.
   UserMaker user = [&](const data::Task& t, int) { return std::make_unique<sim::ScriptedUser>(f.ds, t, 1); };
   EXPECT_THROW(run_tasks(f.environment, tasks, dir, echo_maker(), user, options), UsageError);
@@ -243,7 +244,7 @@ TEST(Run, WhatTheUserReportsIsRecordedAsItsUserObject) {
   Fixture f;
   auto tasks = select_tasks(f.ds, "test", TaskRange::parse("0:4"));
   RunOptions options;
-  options.episode = {Track::kMultiTurn, 10};
+  options.episode = {data::Track::kMultiTurn, 10};
   test::TempDir tmp;
   {
     RunDirectory dir = RunDirectory::open(tmp / "run", f.manifest(), false);
@@ -270,7 +271,7 @@ TEST(Run, ShardsMergeToTheUnshardedRun) {
   Fixture f;
   test::TempDir tmp;
   RunOptions options;
-  options.episode = {Track::kMultiTurn, 10};
+  options.episode = {data::Track::kMultiTurn, 10};
   UserMaker user = [&](const data::Task& t, int) { return std::make_unique<sim::ScriptedUser>(f.ds, t, 5); };
   {
     RunDirectory whole = RunDirectory::open(tmp / "whole", f.manifest(), false);
@@ -345,7 +346,7 @@ TEST(Run, KilledTrialRunResumesExactlyTheMissingUnits) {
   };
   std::atomic<bool> cancel{false};
   RunOptions options;
-  options.episode = {Track::kMultiTurn, 10};
+  options.episode = {data::Track::kMultiTurn, 10};
   options.trials = kTrials;
   options.concurrency = 2;
   options.cancel = &cancel;
@@ -403,7 +404,7 @@ TEST(Run, TrialZeroIsTheSingleTrialRun) {
     return std::make_unique<sim::ScriptedUser>(f.ds, t, trial_seed(5, trial));
   };
   RunOptions options;
-  options.episode = {Track::kMultiTurn, 10};
+  options.episode = {data::Track::kMultiTurn, 10};
   test::TempDir tmp;
   {
     RunDirectory once = RunDirectory::open(tmp / "once", f.manifest(), false);
@@ -479,7 +480,7 @@ void expect_same_record(const TaskRecord& a, const TaskRecord& b) {
 //! Writes invalid UTF-8 into its search query (recorded replaced by U+FFFD), then stops.
 class BadBytesAgent final : public Agent {
  public:
-  void begin(const data::Task&, const std::string&, Track) override {}
+  void begin(const data::Task&, const std::string&, data::Track) override {}
   AgentStep next(const std::string&) override {
     if (++calls_ > 1) return {{std::string(env::kStop), "{}"}, 0, 0};
     return {{std::string(env::kSearch), "{\"query\": \"caf\xe9 \xff\"}"}, 0, 0};
@@ -497,7 +498,7 @@ TEST(Run, KeptRecordsAreWhatReadingTheRunBackGives) {
   test::TempDir tmp;
   RunDirectory dir = RunDirectory::open(tmp / "run", f.manifest(), false);
   RunOptions options;
-  options.episode = {Track::kMultiTurn, 10};
+  options.episode = {data::Track::kMultiTurn, 10};
   options.trials = 2;
   options.concurrency = 3;
   options.keep_records = true;
@@ -525,7 +526,7 @@ TEST(Run, KeptRecordsAreWhatReadingTheRunBackGives) {
   // The summaries `pwab run` writes from them, diagnosis included, are those `pwab score --data` reads back.
   const metrics::BootstrapOptions bootstrap{200, 0.95, 1};
   std::string from_memory =
-      report::write_summaries(report::make_run(tmp / "run", read_manifest(tmp / "run"), report.records), bootstrap, &f.ds);
+      report::write_summaries(runner::make_run(tmp / "run", read_manifest(tmp / "run"), report.records), bootstrap, &f.ds);
   std::map<std::string, std::string> files;
   for (const char* name : {"summary.md", "summary.csv", "summary.json"}) files[name] = test::read_text(tmp / "run" / name);
   EXPECT_EQ(report::write_summaries(tmp / "run", bootstrap, &f.ds), from_memory);

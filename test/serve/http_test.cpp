@@ -290,7 +290,7 @@ TEST(Http, TwoHundredFiftyConcurrentSessions) {
   const auto& tasks = world().ds.tasks(data::Split::kTest);
   const std::size_t n_tasks = std::min<std::size_t>(tasks.size(), 40);
   std::vector<test::InProcessEpisode> expected;
-  for (std::size_t i = 0; i < n_tasks; ++i) expected.push_back(test::run_in_process(tasks[i], runner::Track::kMultiTurn, 4));
+  for (std::size_t i = 0; i < n_tasks; ++i) expected.push_back(test::run_in_process(tasks[i], data::Track::kMultiTurn, 4));
 
   Served s;
   std::atomic<std::size_t> open_at_once{0};

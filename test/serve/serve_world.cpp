@@ -29,7 +29,7 @@ World& world() {
   return w;
 }
 
-void ProbingAgent::begin(const data::Task& task, const std::string&, runner::Track track) {
+void ProbingAgent::begin(const data::Task& task, const std::string&, data::Track track) {
   type_ = task.type;
   track_ = track;
   instruction_ = task.instruction;
@@ -49,7 +49,7 @@ runner::AgentStep ProbingAgent::task_function(const std::string& text) const {
 runner::AgentStep ProbingAgent::next(const std::string& observation) {
   std::size_t n = decisions.size();
   runner::AgentStep step;
-  if (track_ == runner::Track::kSingleTurn) {
+  if (track_ == data::Track::kSingleTurn) {
     step = task_function(instruction_);
   } else if (n == 0 || n == 2) {
     step = {{std::string(env::kRespond), Json{{"content", n == 0 ? "What matters most to you here?" : "Is that it?"}}.dump()}};
@@ -64,11 +64,11 @@ runner::AgentStep ProbingAgent::next(const std::string& observation) {
   return step;
 }
 
-InProcessEpisode run_in_process(const data::Task& task, runner::Track track, uint64_t seed, int max_steps) {
+InProcessEpisode run_in_process(const data::Task& task, data::Track track, uint64_t seed, int max_steps) {
   World& w = world();
   ProbingAgent agent;
   std::unique_ptr<env::UserChannel> user;
-  if (track == runner::Track::kMultiTurn) user = std::make_unique<sim::ScriptedUser>(w.ds, task, seed);
+  if (track == data::Track::kMultiTurn) user = std::make_unique<sim::ScriptedUser>(w.ds, task, seed);
   runner::EpisodeResult result = runner::run_episode(*w.env, task, agent, user.get(), {track, max_steps});
   return {runner::make_record(w.ds, task, result), agent.decisions};
 }

@@ -44,14 +44,14 @@ World& world();
 //! depend on what it saw, and keeps every decision so a test can replay them.
 class ProbingAgent final : public runner::Agent {
  public:
-  void begin(const data::Task& task, const std::string& first_observation, runner::Track track) override;
+  void begin(const data::Task& task, const std::string& first_observation, data::Track track) override;
   runner::AgentStep next(const std::string& observation) override;
   std::vector<runner::AgentStep> decisions;
 
  private:
   runner::AgentStep task_function(const std::string& text) const;
   data::TaskType type_ = data::TaskType::kSearch;
-  runner::Track track_ = runner::Track::kSingleTurn;
+  data::Track track_ = data::Track::kSingleTurn;
   std::string instruction_;
 };
 
@@ -60,7 +60,7 @@ struct InProcessEpisode {
   runner::TaskRecord record;
   std::vector<runner::AgentStep> decisions;
 };
-InProcessEpisode run_in_process(const data::Task& task, runner::Track track, uint64_t seed, int max_steps = 10);
+InProcessEpisode run_in_process(const data::Task& task, data::Track track, uint64_t seed, int max_steps = 10);
 
 //! A record as JSON text without its wall-time fields, which differ between any two runs.
 std::string without_timing(const std::string& record_json);

@@ -342,11 +342,11 @@ TEST_F(Service, EndingEarlyRecordsTheEpisodeAsItStands) {
 TEST_F(Service, RecordEqualsTheInProcessRecord) {
   const auto& tasks = world().ds.tasks(data::Split::kTest);
   int compared = 0, scored = 0, user_replies = 0;
-  for (auto track : {runner::Track::kSingleTurn, runner::Track::kMultiTurn})
+  for (auto track : {data::Track::kSingleTurn, data::Track::kMultiTurn})
     for (std::size_t i = 0; i < 12 && i < tasks.size(); ++i) {
       const data::Task& task = tasks[i];
       auto expected = test::run_in_process(task, track, /*seed=*/9);
-      Json start = {{"task", key(task)}, {"track", track == runner::Track::kSingleTurn ? "single" : "multi"}, {"seed", 9}};
+      Json start = {{"task", key(task)}, {"track", track == data::Track::kSingleTurn ? "single" : "multi"}, {"seed", 9}};
       std::string id = service_.start(start)["episode_id"];
       for (const auto& d : expected.decisions)
         service_.step(id, {{"name", d.action.name},

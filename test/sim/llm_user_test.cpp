@@ -536,7 +536,7 @@ TEST_F(LlmUserTest, MeteredModelRecordsTheUsersTokensUnderRoleUser) {
 class ScriptedAgent final : public runner::Agent {
  public:
   explicit ScriptedAgent(std::vector<env::Action> steps) : steps_(std::move(steps)) {}
-  void begin(const data::Task&, const std::string&, runner::Track) override {}
+  void begin(const data::Task&, const std::string&, data::Track) override {}
   runner::AgentStep next(const std::string& observation) override {
     seen.push_back(observation);
     return {steps_[std::min(seen.size() - 1, steps_.size() - 1)], 0, 0};
@@ -561,7 +561,7 @@ TEST_F(LlmUserTest, MultiTurnEpisodeThroughTheRunner) {
   server_.push(ScriptedReply::text("It looks great in my kitchen, honestly."));
   server_.push(ScriptedReply::text("Nope, nothing to complain about."));
 
-  runner::EpisodeResult r = runner::run_episode(environment, task, agent, &user, {runner::Track::kMultiTurn, 10});
+  runner::EpisodeResult r = runner::run_episode(environment, task, agent, &user, {data::Track::kMultiTurn, 10});
   EXPECT_EQ(r.ending, "stop");
   EXPECT_EQ(r.steps, 4);
   ASSERT_EQ(r.attempts.size(), 1u);  // the review; the respond turns record nothing in multi-turn
@@ -590,7 +590,7 @@ TEST_F(LlmUserTest, InfraErrorEscapesTheEpisode) {
   ScriptedAgent agent({say("Hello, what do you need?")});
   LlmUser user(ds_, search_task(), model_, kModel);
   for (int i = 0; i < 3; ++i) server_.push(ScriptedReply::error(503, "overloaded"));
-  EXPECT_THROW(runner::run_episode(environment, search_task(), agent, &user, {runner::Track::kMultiTurn, 10}),
+  EXPECT_THROW(runner::run_episode(environment, search_task(), agent, &user, {data::Track::kMultiTurn, 10}),
                llm::InfraError);
 }
 

@@ -1,5 +1,5 @@
 // Opening a dataset's services and environment (services.h).
-#include "env/services.h"
+#include "assemble/services.h"
 
 #include <fmt/format.h>
 
@@ -9,7 +9,7 @@
 #include "embed/minilm.h"
 #include "models/torch_models.h"
 
-namespace pwab::env {
+namespace pwab::assemble {
 
 std::filesystem::path default_rec_checkpoint(const std::filesystem::path& data_dir) {
   return data_dir / ".pwab-rec" / "sasrec.pwab";
@@ -79,11 +79,11 @@ DatasetEnvironment open_environment(const data::Dataset& ds, const std::filesyst
   DatasetEnvironment e;
   e.services = open_services(ds, data_dir, options);
   e.embedder = std::move(embedder);
-  e.search = std::make_unique<IndexSearch>(*e.services.index);
-  e.recommend = std::make_unique<SasrecRecommend>(*e.services.recommender);
-  e.environment = std::make_unique<Environment>(ds, e.search.get(), e.recommend.get(), *e.embedder,
-                                                EnvironmentOptions{top_k});
+  e.search = std::make_unique<env::IndexSearch>(*e.services.index);
+  e.recommend = std::make_unique<env::SasrecRecommend>(*e.services.recommender);
+  e.environment = std::make_unique<env::Environment>(ds, e.search.get(), e.recommend.get(), *e.embedder,
+                                                env::EnvironmentOptions{top_k});
   return e;
 }
 
-}  // namespace pwab::env
+}  // namespace pwab::assemble

@@ -1,6 +1,6 @@
 // Submission bundles: prepare writes the claims beside the records; verify re-scores the records and compares
 // (submission.h).
-#include "runner/submission.h"
+#include "assemble/submission.h"
 
 #include <fmt/format.h>
 #include <unistd.h>
@@ -19,47 +19,50 @@
 #include "data/loader.h"
 #include "report/diagnosis.h"
 #include "report/report.h"
-#include "report/runs.h"
-#include "runner/rescore.h"
+#include "runner/read_run.h"
+#include "report/summaries.h"
+#include "assemble/rescore.h"
 #include "runner/results.h"
+#include "runner/run_settings.h"
 
-namespace pwab::runner {
+namespace pwab::assemble {
 namespace {
 
 using Json = nlohmann::json;
 namespace fs = std::filesystem;
 
-Json config_of(const RunManifest& manifest) {
-  Json config = Json::parse(manifest.config_json, nullptr, false);
-  return config.is_object() ? config : Json::object();
-}
-
 // What the environment was: everything besides the agent and the dataset that decides the numbers a trajectory
 // scores. Its fingerprint is the hash of this object's canonical text.
-Json environment_of(const RunManifest& manifest) {
-  const Json config = config_of(manifest);
-  Json env = {{"pwab_version", manifest.pwab_version}};
-  for (const char* key : {"split", "track", "user_sim", "max_steps", "top_k", "embedder", "search_index",
-                          "recommender", "trials"})
-    env[key] = config.contains(key) ? config[key] : Json(nullptr);
-  return env;
+Json environment_of(const runner::RunManifest& manifest) {
+  const runner::RunSettings s = runner::settings_of(manifest);
+  auto value = [](const auto& v) { return v ? Json(*v) : Json(nullptr); };
+  return {{"pwab_version", manifest.pwab_version},
+          {"split", value(s.split)},
+          {"track", s.track ? Json(std::string(data::to_string(*s.track))) : Json(nullptr)},
+          {"user_sim", value(s.user_sim)},
+          {"max_steps", value(s.max_steps)},
+          {"top_k", value(s.top_k)},
+          {"embedder", value(s.embedder)},
+          {"search_index", value(s.search_index)},
+          {"recommender", value(s.recommender)},
+          {"trials", value(s.trials)}};
 }
 
 std::string fingerprint_of(const Json& object) { return to_hex(hash_bytes(object.dump())); }
 
 // The agent as the leaderboard shows it: its name, its configuration, and the models it called (names only: the
 // manifest never holds credentials).
-Json agent_of(const RunManifest& manifest) {
-  const Json config = config_of(manifest);
-  Json agent = {{"name", config.value("agent", "")},
-                {"config", config.contains("agent_config") ? config["agent_config"] : Json::object()}};
-  if (config.contains("llm")) agent["llm"] = config["llm"];
+Json agent_of(const runner::RunManifest& manifest) {
+  const runner::RunSettings s = runner::settings_of(manifest);
+  Json agent = {{"name", s.agent.value_or("")},
+                {"config", s.agent_config ? Json::parse(*s.agent_config) : Json::object()}};
+  if (s.llm) agent["llm"] = Json::parse(*s.llm);
   return agent;
 }
 
-std::string records_text(const std::vector<TaskRecord>& records) {
+std::string records_text(const std::vector<runner::TaskRecord>& records) {
   std::string text;
-  for (const TaskRecord& r : records) text += r.to_json_line() + "\n";
+  for (const runner::TaskRecord& r : records) text += r.to_json_line() + "\n";
   return text;
 }
 
@@ -112,15 +115,15 @@ std::string first_json_difference(const Json& claimed, const Json& computed, dou
 }
 
 // The first record whose stored attempts or ending the replay does not reproduce, or "".
-std::string first_record_difference(const std::vector<TaskRecord>& stored, const std::vector<TaskRecord>& replayed,
+std::string first_record_difference(const std::vector<runner::TaskRecord>& stored, const std::vector<runner::TaskRecord>& replayed,
                                     bool replies_regenerated, double tolerance) {
-  std::map<RecordId, const TaskRecord*> by_id;
-  for (const TaskRecord& r : replayed) by_id[r.id()] = &r;
-  for (const TaskRecord& s : stored) {
+  std::map<runner::RecordId, const runner::TaskRecord*> by_id;
+  for (const runner::TaskRecord& r : replayed) by_id[r.id()] = &r;
+  for (const runner::TaskRecord& s : stored) {
     auto it = by_id.find(s.id());
     const std::string who = s.id().to_string();
     if (it == by_id.end()) return who + ": the replay has no record of it";
-    const TaskRecord& r = *it->second;
+    const runner::TaskRecord& r = *it->second;
     if (!s.error.empty()) continue;  // copied as it is
     if (replies_regenerated)
       for (std::size_t i = 0; i < s.actions.size() && i < r.actions.size(); ++i)
@@ -230,15 +233,15 @@ void verify_run(const fs::path& bundle, const Json& claim, const VerifyOptions& 
   if (verdict.name.empty() || verdict.name.find("..") != std::string::npos || verdict.name.front() == '/')
     throw DataError(fmt::format("{}: run folder \"{}\" is not a folder inside the bundle", where, verdict.name));
   const fs::path dir = bundle / verdict.name;
-  const std::string records_hash = to_hex(hash_file(dir / kResultsFile));
-  report::Run stored = report::read_run(dir);
+  const std::string records_hash = to_hex(hash_file(dir / runner::kResultsFile));
+  runner::Run stored = runner::read_run(dir);
   verdict.title = stored.title;
-  verdict.track = stored.track == metrics::Track::kSingleTurn ? "single" : "multi";
+  verdict.track = data::to_string(stored.track);
   auto fail = [&](std::string why) { verdict.failure = std::move(why); };
 
   if (records_hash != string_field(claim, "records_hash", where))
     return fail(fmt::format("{}/{} is not the file the bundle was prepared with (hash {}, submission.json says {})",
-                            verdict.name, kResultsFile, records_hash, claim["records_hash"].get<std::string>()));
+                            verdict.name, runner::kResultsFile, records_hash, claim["records_hash"].get<std::string>()));
   if (stored.manifest.dataset_fingerprint != data_fingerprint)
     return fail(fmt::format("the run was made on dataset {}, but {} is {}", stored.manifest.dataset_fingerprint,
                             options.data.string(), data_fingerprint));
@@ -275,15 +278,15 @@ void verify_run(const fs::path& bundle, const Json& claim, const VerifyOptions& 
   verdict.replies_regenerated = replay.regenerated_replies;
   verdict.changed_observations = replay.changed_observations;
   verdict.split_tasks = replay.split_tasks;
-  report::Run replayed = report::read_run(out);
+  runner::Run replayed = runner::read_run(out);
   verdict.records = replayed.records.size();
   std::set<std::string> tasks;
-  for (const TaskRecord& r : replayed.records) tasks.insert(r.task_key);
+  for (const runner::TaskRecord& r : replayed.records) tasks.insert(r.task_key);
   verdict.tasks = tasks.size();
   if (verdict.track == "multi" && !replay.regenerated_replies)
     notes.push_back(fmt::format("{}: the user's replies are taken as recorded (its user simulator, {}, cannot be "
                                 "run again offline)",
-                                verdict.name, config_of(stored.manifest).value("user_sim", "unknown")));
+                                verdict.name, runner::settings_of(stored.manifest).user_sim.value_or("unknown")));
 
   if (auto d = first_record_difference(stored.records, replayed.records, replay.regenerated_replies, options.tolerance);
       !d.empty())
@@ -314,9 +317,9 @@ void prepare_submission(const std::vector<fs::path>& runs, const fs::path& out, 
   if (runs.empty()) throw UsageError("a submission needs at least one run directory");
   if (info.model.empty()) throw UsageError("name the model behind the agent with --model");
   require_empty_or_missing(out);
-  std::vector<report::Run> read;
+  std::vector<runner::Run> read;
   for (const fs::path& dir : runs) {
-    report::Run run = report::read_run(dir);
+    runner::Run run = runner::read_run(dir);
     if (run.manifest.shard_count > 1)
       throw UsageError(fmt::format("{} is shard {} of {}: `pwab merge` the shards into one run first", dir.string(),
                                    run.manifest.shard_index, run.manifest.shard_count));
@@ -337,14 +340,14 @@ void prepare_submission(const std::vector<fs::path>& runs, const fs::path& out, 
   std::string summary_md = fmt::format("# {}\n\n{}\n", info.model, info.description);
   std::optional<data::Dataset> ds;
   if (!info.data.empty()) ds = data::load_dataset(info.data);
-  const std::string data_fingerprint = info.data.empty() ? "" : dataset_fingerprint(info.data);
+  const std::string data_fingerprint = info.data.empty() ? "" : runner::dataset_fingerprint(info.data);
   for (std::size_t k = 0; k < read.size(); ++k) {
-    const report::Run& run = read[k];
+    const runner::Run& run = read[k];
     const std::string name = fmt::format("runs/{}", k + 1);
     const fs::path dir = out / name;
-    write_file_atomic(dir / kManifestFile, read_file(run.dir / kManifestFile));
+    write_file_atomic(dir / runner::kManifestFile, read_file(run.dir / runner::kManifestFile));
     const std::string records = records_text(run.records);
-    write_file_atomic(dir / kResultsFile, records);
+    write_file_atomic(dir / runner::kResultsFile, records);
     const metrics::Summary summary = metrics::summarize(run.outcomes, info.bootstrap);
     const Json environment = environment_of(run.manifest);
     bundle["runs"].push_back({{"dir", name},
@@ -367,7 +370,7 @@ void prepare_submission(const std::vector<fs::path>& runs, const fs::path& out, 
       bundle["runs"].back()["diagnosis"] = Json::parse(report::diagnosis_json(*diagnosis));
     }
     summary_md += fmt::format("\n## Run {}: {}, {}-turn track\n\n{}", k + 1, run.title,
-                              run.track == metrics::Track::kSingleTurn ? "single" : "multi",
+                              data::to_string(run.track),
                               report::render_summary(summary, run, "md", diagnosis ? &*diagnosis : nullptr));
   }
   write_file_atomic(out / "summary.md", summary_md);
@@ -400,7 +403,7 @@ VerifyReport verify_submission(const fs::path& bundle, const VerifyOptions& opti
 
   VerifyReport report;
   report.model = string_field(claim, "model", file.string());
-  const std::string data_fingerprint = dataset_fingerprint(options.data);
+  const std::string data_fingerprint = runner::dataset_fingerprint(options.data);
   WorkDir work(options.work_dir);
   LazyDataset dataset(options.data);
   for (const Json& run : claim["runs"]) {
@@ -431,4 +434,4 @@ std::string format_verify_report(const VerifyReport& report) {
   return text;
 }
 
-}  // namespace pwab::runner
+}  // namespace pwab::assemble

@@ -1,10 +1,10 @@
-// src/runner/submission.h: leaderboard submissions that verify themselves (`pwab submit prepare|verify`,
+// src/assemble/submission.h: leaderboard submissions that verify themselves (`pwab submit prepare|verify`,
 // docs/submit.md).
 //
 // A bundle is a folder: submission.json (what is claimed: the model and agent, each run's environment and dataset
 // fingerprints and its scores as `pwab score --format json` prints them), summary.md (the claims as Markdown
 // tables), and runs/<k>/manifest.json + results.jsonl (each run's final records). Verifying replays every record's
-// actions against the dataset (runner::rescore_run: no agent is called; the scripted user answers again), and
+// actions against the dataset (assemble::rescore_run: no agent is called; the scripted user answers again), and
 // checks that each record's scored attempts and then each claimed number follow from the trajectories.
 // Verification shows that the scores follow from the trajectories; it cannot show that an agent chose them.
 #pragma once
@@ -16,7 +16,7 @@
 
 #include "metrics/metrics.h"
 
-namespace pwab::runner {
+namespace pwab::assemble {
 
 inline constexpr const char* kSubmissionFormat = "pwab-submission/1";
 inline constexpr const char* kSubmissionFile = "submission.json";
@@ -52,7 +52,7 @@ struct VerifyOptions {
 //! What verification found for one run of the bundle.
 struct RunVerdict {
   std::string name;           //!< its folder under runs/
-  std::string title;          //!< run_title(), e.g. "heuristic (taskspec)"
+  std::string title;          //!< runner::run_title(), e.g. "heuristic (taskspec)"
   std::string track;          //!< "single" or "multi"
   std::size_t records = 0;    //!< records re-scored
   std::size_t tasks = 0;      //!< distinct tasks among them
@@ -80,4 +80,4 @@ VerifyReport verify_submission(const std::filesystem::path& bundle, const Verify
 //! The verdicts as text: one line per run and a last line "verified" or "NOT verified: <first failure>".
 std::string format_verify_report(const VerifyReport& report);
 
-}  // namespace pwab::runner
+}  // namespace pwab::assemble

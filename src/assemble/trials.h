@@ -1,4 +1,4 @@
-// src/runner/trials.h: what makes the trials of `pwab run --trials N` differ from each other, in one place
+// src/assemble/trials.h: what makes the trials of `pwab run --trials N` differ from each other, in one place
 // (docs/runner.md "Trials", docs/llm.md "Trials and the cache").
 //
 // Trial t of a run is the whole run again with its own randomness: its own agent factory (so agents with state
@@ -17,7 +17,7 @@
 #include "agents/agent.h"
 #include "runner/run.h"
 
-namespace pwab::runner {
+namespace pwab::assemble {
 
 //! The trials `pwab run` runs: `--trials` when given; otherwise, on --resume of a directory with a manifest, the
 //! count stored there; otherwise 1. (RunDirectory::open refuses fewer trials than stored.)
@@ -37,9 +37,9 @@ class TrialFactories {
   agents::AgentFactory& first() { return *factories_.front(); }
   //! Builds the factories of the trials that have pending units and calls each one's prepare() with its trial's
   //! tasks in hand-out order. Call once before the workers start (building is not thread-safe).
-  void prepare(const std::vector<Unit>& pending);
+  void prepare(const std::vector<runner::Unit>& pending);
   //! Makes an agent with the factory of the unit's trial; the trial's factory must have been built by prepare().
-  AgentMaker maker() const;
+  runner::AgentMaker maker() const;
 
  private:
   std::string agent_;
@@ -48,4 +48,4 @@ class TrialFactories {
   std::vector<std::unique_ptr<agents::AgentFactory>> factories_;  //!< per trial; null until built
 };
 
-}  // namespace pwab::runner
+}  // namespace pwab::assemble

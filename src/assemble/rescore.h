@@ -1,4 +1,4 @@
-// src/runner/rescore.h: re-grading a run from its stored trajectories (`pwab rescore`), without any agent.
+// src/assemble/rescore.h: re-grading a run from its stored trajectories (`pwab rescore`), without any agent.
 //
 // Every record's actions are replayed, in order, in a fresh episode of its task on the given dataset and services:
 // the tools run again and score again (after a dataset fix, with another embedder for review similarity, or
@@ -11,7 +11,7 @@
 #include <functional>
 #include <string>
 
-namespace pwab::runner {
+namespace pwab::assemble {
 
 struct RescoreOptions {
   std::filesystem::path data;        //!< the dataset to score against
@@ -47,4 +47,4 @@ struct RescoreReport {
 RescoreReport rescore_run(const std::filesystem::path& run, const std::filesystem::path& out,
                           const RescoreOptions& options);
 
-}  // namespace pwab::runner
+}  // namespace pwab::assemble

@@ -1,5 +1,5 @@
 // Re-grading stored trajectories: each record's actions replayed in a fresh Episode (rescore.h).
-#include "runner/rescore.h"
+#include "assemble/rescore.h"
 
 #include <fmt/format.h>
 
@@ -11,15 +11,17 @@
 #include "core/hash.h"
 #include "core/json_depth.h"
 #include "data/loader.h"
-#include "env/services.h"
+#include "data/task_key.h"
+#include "assemble/services.h"
 #include "env/tools.h"
 #include "metrics/metrics.h"
 #include "runner/episode.h"
 #include "runner/results.h"
+#include "runner/run_settings.h"
 #include "runner/run.h"
 #include "sim/scripted_user.h"
 
-namespace pwab::runner {
+namespace pwab::assemble {
 namespace {
 
 using Json = nlohmann::json;
@@ -46,17 +48,8 @@ class RecordedUser final : public env::UserChannel {
 };
 
 const data::Task& task_of(const data::Dataset& ds, const std::string& key, const std::filesystem::path& run) {
-  const auto slash = key.find('/');
-  const std::string split = key.substr(0, slash);
-  uint32_t index = 0;
-  const char* digits = key.data() + slash + 1;
-  auto [end, ec] = std::from_chars(digits, key.data() + key.size(), index);
-  const bool known_split = split == "test" || split == "train";
-  const auto& tasks = ds.tasks(split == "train" ? data::Split::kTrain : data::Split::kTest);
-  if (slash == std::string::npos || !known_split || ec != std::errc() || end != key.data() + key.size() ||
-      index >= tasks.size())
-    throw DataError(fmt::format("{}: record of task '{}', which the dataset does not have", run.string(), key));
-  return tasks[index];
+  if (const data::Task* task = data::task_by_key(ds, key)) return *task;
+  throw DataError(fmt::format("{}: record of task '{}', which the dataset does not have", run.string(), key));
 }
 
 // The --embedder spec that reopens the embedder a manifest names ("hashing-v1/384" → "hashing:384").
@@ -72,7 +65,7 @@ std::string embedder_spec(const std::string& name) {
 }
 
 // Whether every observation of `a` equals `b`'s; with `replies_only`, only those of `respond` actions.
-bool same_observations(const TaskRecord& a, const TaskRecord& b, bool replies_only = false) {
+bool same_observations(const runner::TaskRecord& a, const runner::TaskRecord& b, bool replies_only = false) {
   if (a.actions.size() != b.actions.size()) return false;
   for (std::size_t i = 0; i < a.actions.size(); ++i) {
     if (replies_only && a.actions[i].action.name != env::kRespond) continue;
@@ -82,12 +75,11 @@ bool same_observations(const TaskRecord& a, const TaskRecord& b, bool replies_on
 }
 
 // The embedder, search index and SASRec checkpoint a manifest names must be the ones opened (require_same_services).
-void check_services(const Json& config, const env::DatasetEnvironment& world, const std::filesystem::path& run) {
-  const env::Services& services = world.services;
-  auto named = [&](const char* key) {
-    return config.contains(key) && config[key].is_string() ? config[key].get<std::string>() : std::string();
-  };
-  const std::string index = named("search_index"), recommender = named("recommender"), embedder = named("embedder");
+void check_services(const runner::RunSettings& settings, const DatasetEnvironment& world,
+                    const std::filesystem::path& run) {
+  const Services& services = world.services;
+  const std::string index = settings.search_index.value_or(""), recommender = settings.recommender.value_or(""),
+                    embedder = settings.embedder.value_or("");
   if (!embedder.empty() && embedder != world.embedder->name())
     throw DataError(fmt::format("{}: the run scored reviews with embedder {}, but the one opened is {} (give the "
                                 "run's with --embedder)",
@@ -103,7 +95,7 @@ void check_services(const Json& config, const env::DatasetEnvironment& world, co
                                 run.string(), recommender, services.checkpoint.string(), checkpoint));
 }
 
-metrics::TaskScore score_of(const TaskRecord& r) {
+metrics::TaskScore score_of(const runner::TaskRecord& r) {
   return metrics::score_task({r.task_key, data::TaskType::kSearch, r.attempts, r.steps, r.trial});
 }
 
@@ -115,27 +107,27 @@ struct ReplayUser {
 };
 
 // The record the replay gives: the new trajectory and scores, the old record's agent-side facts.
-TaskRecord replay(const env::Environment& env, const data::Dataset& ds, const TaskRecord& old, Track track,
+runner::TaskRecord replay(const env::Environment& env, const data::Dataset& ds, const runner::TaskRecord& old, data::Track track,
                   int run_max_steps, const ReplayUser& how, const std::filesystem::path& run) {
   const data::Task& task = task_of(ds, old.task_key, run);
   // The cap the episode ran under: its step count when it ended there, otherwise never nearer than its last step.
   const int cap = old.ending == "step_cap" ? std::max(1, old.steps) : std::max(run_max_steps, old.steps + 1);
   std::unique_ptr<env::UserChannel> user;
   if (how.scripted)
-    user = std::make_unique<sim::ScriptedUser>(ds, task, trial_seed(how.seed, old.trial));
+    user = std::make_unique<sim::ScriptedUser>(ds, task, runner::trial_seed(how.seed, old.trial));
   else
     user = std::make_unique<RecordedUser>(old.actions);
-  Episode episode(env, task, track == Track::kMultiTurn ? user.get() : nullptr, {track, cap});
+  runner::Episode episode(env, task, track == data::Track::kMultiTurn ? user.get() : nullptr, {track, cap});
   episode.reset();
   for (const env::ActionRecord& a : old.actions) {
     if (episode.finished()) break;
-    AgentStep step;
+    env::AgentStep step;
     step.action = a.action;
     episode.step(step);
   }
-  EpisodeResult result = episode.result();
+  runner::EpisodeResult result = episode.result();
   if (result.ending.empty()) result.ending = old.ending;  // ended from outside (a served episode's client end)
-  TaskRecord r = make_record(ds, task, result, old.trial);
+  runner::TaskRecord r = runner::make_record(ds, task, result, old.trial);
   r.steps = old.steps;
   r.prompt_tokens = old.prompt_tokens;
   r.completion_tokens = old.completion_tokens;
@@ -149,43 +141,45 @@ TaskRecord replay(const env::Environment& env, const data::Dataset& ds, const Ta
 
 RescoreReport rescore_run(const std::filesystem::path& run, const std::filesystem::path& out,
                           const RescoreOptions& options) {
-  RunManifest manifest = read_manifest(run);
-  Json config = Json::parse(manifest.config_json);
-  const Track track = config.value("track", "single") == "multi" ? Track::kMultiTurn : Track::kSingleTurn;
-  const int max_steps = config.value("max_steps", 10);
+  runner::RunManifest manifest = runner::read_manifest(run);
+  runner::RunSettings settings = runner::settings_of(manifest);
+  const data::Track track = settings.track_or_default();
+  const int max_steps = settings.max_steps_or_default();
+  // A run that does not name its embedder cannot be reopened with it: embedder_spec asks for --embedder.
   const std::string embedder =
-      options.embedder.empty() ? embedder_spec(config.value("embedder", "fasttext")) : options.embedder;
-  const int top_k = options.top_k > 0 ? options.top_k : config.value("top_k", 10);
-  std::vector<TaskRecord> records = read_records(run);
+      options.embedder.empty() ? embedder_spec(settings.embedder_or_unknown()) : options.embedder;
+  const int top_k = options.top_k > 0 ? options.top_k : settings.top_k_or_default();
+  std::vector<runner::TaskRecord> records = runner::read_records(run);
 
   data::Dataset ds = data::load_dataset(options.data);
-  env::ServiceOptions services{options.index_dir, options.checkpoint, options.status};
-  env::DatasetEnvironment world = env::open_environment(ds, options.data, services,
-                                                        env::open_embedder(embedder, ds, options.data), top_k);
-  if (options.require_same_services) check_services(config, world, run);
+  assemble::ServiceOptions services{options.index_dir, options.checkpoint, options.status};
+  assemble::DatasetEnvironment world = assemble::open_environment(ds, options.data, services,
+                                                        assemble::open_embedder(embedder, ds, options.data), top_k);
+  if (options.require_same_services) check_services(settings, world, run);
   ReplayUser how;
-  how.scripted = options.regenerate_scripted_replies && track == Track::kMultiTurn &&
-                 config.value("user_sim", "") == "scripted";
+  how.scripted = options.regenerate_scripted_replies && track == data::Track::kMultiTurn &&
+                 settings.user_sim == "scripted";
   how.seed = manifest.seed;
-  config["rescored_from"] = std::filesystem::absolute(run).string();
-  config["rescore"] = {{"data", std::filesystem::absolute(options.data).string()}, {"embedder", embedder},
-                       {"top_k", top_k}};
-  manifest.config_json = config.dump();
-  manifest.dataset_fingerprint = dataset_fingerprint(options.data);
-  RunDirectory dir = RunDirectory::open(out, manifest, /*resume=*/false);
+  settings.rescored_from = std::filesystem::absolute(run).string();
+  settings.rescore = Json{{"data", std::filesystem::absolute(options.data).string()}, {"embedder", embedder},
+                          {"top_k", top_k}}
+                         .dump();
+  manifest.config_json = settings.to_json();
+  manifest.dataset_fingerprint = runner::dataset_fingerprint(options.data);
+  runner::RunDirectory dir = runner::RunDirectory::open(out, manifest, /*resume=*/false);
 
   RescoreReport report;
   report.regenerated_replies = how.scripted;
-  const bool train = config.value("split", "test") == "train";
+  const bool train = settings.split_or_default() == "train";
   report.split_tasks = ds.tasks(train ? data::Split::kTrain : data::Split::kTest).size();
-  for (const TaskRecord& old : records) {
+  for (const runner::TaskRecord& old : records) {
     ++report.records;
     if (!old.error.empty()) {  // an infrastructure error: there is no trajectory to grade
       dir.append(old);
       ++report.copied_errors;
       continue;
     }
-    TaskRecord r = replay(*world.environment, ds, old, track, max_steps, how, run);
+    runner::TaskRecord r = replay(*world.environment, ds, old, track, max_steps, how, run);
     const metrics::TaskScore before = score_of(old), after = score_of(r);
     report.changed_scores += before.f != after.f || before.r != after.r;
     report.changed_observations += !same_observations(old, r);
@@ -196,4 +190,4 @@ RescoreReport rescore_run(const std::filesystem::path& run, const std::filesyste
   return report;
 }
 
-}  // namespace pwab::runner
+}  // namespace pwab::assemble

@@ -1,10 +1,10 @@
-// src/runner/trials.cpp: per-trial agent contexts and factories for `pwab run --trials N`.
-#include "runner/trials.h"
+// src/assemble/trials.cpp: per-trial agent contexts and factories for `pwab run --trials N`.
+#include "assemble/trials.h"
 
 #include "core/error.h"
 #include "llm/chat.h"
 
-namespace pwab::runner {
+namespace pwab::assemble {
 namespace {
 
 //! Sends every request of trial `trial` as cache sample `sample + trial`: the index is part of the record/replay
@@ -28,19 +28,19 @@ class TrialSampleModel final : public llm::ChatModel {
 
 int trials_to_run(std::optional<int> flag, const std::filesystem::path& run_dir, bool resume) {
   if (flag) return *flag;
-  if (resume && std::filesystem::exists(run_dir / kManifestFile))
-    return manifest_trials(read_manifest(run_dir));
+  if (resume && std::filesystem::exists(run_dir / runner::kManifestFile))
+    return runner::manifest_trials(runner::read_manifest(run_dir));
   return 1;
 }
 
 agents::AgentContext trial_context(const agents::AgentContext& run, int trial) {
   if (trial == 0) return run;
   agents::AgentContext c = run;
-  c.seed = trial_seed(run.seed, trial);
+  c.seed = runner::trial_seed(run.seed, trial);
   if (run.llm.seed) c.llm.seed = *run.llm.seed + trial;
   if (run.llm.open)
     c.llm.open = [open = run.llm.open, trial](const std::string& task_key, llm::Role role) {
-      std::unique_ptr<llm::ChatModel> inner = open(RecordId{task_key, trial}.to_string(), role);
+      std::unique_ptr<llm::ChatModel> inner = open(runner::RecordId{task_key, trial}.to_string(), role);
       if (!inner) return inner;
       return std::unique_ptr<llm::ChatModel>(std::make_unique<TrialSampleModel>(std::move(inner), trial));
     };
@@ -56,9 +56,9 @@ TrialFactories::TrialFactories(std::string agent, agents::AgentOptions options, 
   factories_[0] = agents::make_agent_factory(agent_, options_, context_);
 }
 
-void TrialFactories::prepare(const std::vector<Unit>& pending) {
+void TrialFactories::prepare(const std::vector<runner::Unit>& pending) {
   std::vector<std::vector<const data::Task*>> tasks(factories_.size());
-  for (const Unit& u : pending) tasks.at(static_cast<std::size_t>(u.trial)).push_back(u.task);
+  for (const runner::Unit& u : pending) tasks.at(static_cast<std::size_t>(u.trial)).push_back(u.task);
   for (std::size_t t = 0; t < factories_.size(); ++t) {
     if (t > 0 && tasks[t].empty()) continue;  // nothing to run in this trial: no factory needed
     if (!factories_[t])
@@ -67,7 +67,7 @@ void TrialFactories::prepare(const std::vector<Unit>& pending) {
   }
 }
 
-AgentMaker TrialFactories::maker() const {
+runner::AgentMaker TrialFactories::maker() const {
   return [this](const data::Task& task, int trial) {
     const auto& factory = factories_.at(static_cast<std::size_t>(trial));
     if (!factory) throw UsageError("internal: no agent factory for trial " + std::to_string(trial));
@@ -75,4 +75,4 @@ AgentMaker TrialFactories::maker() const {
   };
 }
 
-}  // namespace pwab::runner
+}  // namespace pwab::assemble

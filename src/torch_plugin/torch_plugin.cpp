@@ -1,8 +1,12 @@
 // libpwab_torch.so: the entry points of torch_models.h over the libtorch areas (rec training, MiniLM, LLaMA/PUMA).
 // Linked with every static area it needs and with their symbols hidden (--exclude-libs), so it exports one
 // symbol and never binds to the copies of the same code inside `pwab`.
+#include <cstdlib>
+#include <string>
+
 #include "core/torch_runtime.h"
 #include "embed/minilm.h"
+#include "llama/distributed.h"
 #include "models/torch_models.h"
 #include "puma/model.h"
 #include "puma/pipeline.h"
@@ -11,6 +15,16 @@
 
 namespace pwab::models {
 namespace {
+
+// Started as several processes (torchrun, srun), the ranks on a host share its cores: each gets its share as
+// OMP_NUM_THREADS, read by the models when they load, unless the user set it (their choice wins). Thread settings
+// are the binary's, so this is here and not in puma/.
+puma::PipelineReport run_puma_pipeline(const puma::PipelineContext& ctx, const puma::PipelineOptions& options,
+                                       const std::string& until) {
+  if (llama::DistEnv env = llama::dist_env_from_environment(); env.world > 1 && !std::getenv("OMP_NUM_THREADS"))
+    ::setenv("OMP_NUM_THREADS", std::to_string(env.threads).c_str(), 1);
+  return puma::run_pipeline(ctx, options, until);
+}
 
 std::string describe() {
   torch_init_threads();
@@ -80,7 +94,7 @@ const TorchModels kModels = [] {
   m.train_recommender = &rec::train;
   m.load_minilm = &load_minilm;
   m.open_local_chat_model = &open_local_chat_model;
-  m.run_puma_pipeline = &puma::run_pipeline;
+  m.run_puma_pipeline = &run_puma_pipeline;
   m.lm_generate = &lm_generate;
   m.lm_score = &lm_score;
   m.lm_logits = &lm_logits;

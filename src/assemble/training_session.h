@@ -1,7 +1,7 @@
-// src/puma/run.h: PUMA's training pipeline assembled in one place -- what `pwab puma ...` does after its flags.
+// src/assemble/training_session.h: PUMA's training pipeline assembled in one place -- what `pwab puma ...` does after its flags.
 //
 // Opens the dataset and its environment (the services and embedder the fast tests act on), wires the LLM search
-// labeler when one is given, and runs the pipeline (pipeline.h) through the libtorch plugin
+// labeler when one is given, and runs the pipeline (puma/pipeline.h) through the libtorch plugin
 // (models/torch_models.h). The front end binds flags and prints the report.
 #pragma once
 #include <atomic>
@@ -10,18 +10,18 @@
 #include <memory>
 #include <string>
 
+#include "assemble/benchmark.h"
 #include "puma/pipeline.h"
-#include "runner/benchmark.h"
 
-namespace pwab::puma {
+namespace pwab::assemble {
 
 struct TrainingConfig {
   std::filesystem::path data;        //!< dataset directory
   std::filesystem::path index_dir;   //!< empty = DATA's default
   std::filesystem::path checkpoint;  //!< SASRec; empty = DATA's default (trained when missing)
-  std::string embedder = "fasttext";  //!< memory retrieval and review rewards (env::open_embedder)
+  std::string embedder = "fasttext";  //!< memory retrieval and review rewards (open_embedder)
   int top_k = 10;
-  PipelineOptions pipeline;
+  puma::PipelineOptions pipeline;
   std::string until;  //!< the last step to run ("" = every step)
   //! Candidates for DPO from an OpenAI-compatible completions server (vLLM) instead of in-process sampling.
   std::shared_ptr<llm::ChatModel> sample_model;
@@ -31,7 +31,7 @@ struct TrainingConfig {
 struct TrainingHooks {
   std::function<void(const std::string&)> status;      //!< service lines (first-run SASRec training)
   std::function<void(const std::string&)> log;         //!< the pipeline's events
-  std::function<void(const TrainProgress&)> progress;  //!< training progress
+  std::function<void(const puma::TrainProgress&)> progress;  //!< training progress
   const std::atomic<bool>* cancel = nullptr;           //!< checkpoint and stop (resumable)
 };
 
@@ -39,12 +39,12 @@ struct TrainingHooks {
 class TrainingSession {
  public:
   //! Opens config.data and its environment (the pipeline settings in `config` are not used here).
-  TrainingSession(const TrainingConfig& config, const runner::RunModels& models, const TrainingHooks& hooks);
+  TrainingSession(const TrainingConfig& config, const RunModels& models, const TrainingHooks& hooks);
   ~TrainingSession();
   TrainingSession(const TrainingSession&) = delete;
   TrainingSession& operator=(const TrainingSession&) = delete;
   //! Runs a pipeline up to `until` ("" = every step) through the libtorch plugin.
-  PipelineReport run(const PipelineOptions& options, const std::string& until = "");
+  puma::PipelineReport run(const puma::PipelineOptions& options, const std::string& until = "");
   const data::Dataset& dataset() const;
 
  private:
@@ -53,6 +53,6 @@ class TrainingSession {
 };
 
 //! Runs the pipeline up to config.until. `models.agent_model`, when set, labels search tasks (search_labels llm).
-PipelineReport run_training(const TrainingConfig& config, const runner::RunModels& models, const TrainingHooks& hooks);
+puma::PipelineReport run_training(const TrainingConfig& config, const RunModels& models, const TrainingHooks& hooks);
 
-}  // namespace pwab::puma
+}  // namespace pwab::assemble

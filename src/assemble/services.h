@@ -1,4 +1,4 @@
-// src/env/services.h: a dataset's environment with its real services, as every command that acts in one opens it
+// src/assemble/services.h: a dataset's environment with its real services, as every command that acts in one opens it
 // (run, serve, mcp, puma, build): the BM25 index, SASRec, the embedder for review rewards and memory.
 //
 // Services are built on first use and cached beside the dataset: the index under DATA/.pwab-index, SASRec at
@@ -17,7 +17,7 @@
 #include "rec/recommender.h"
 #include "search/search.h"
 
-namespace pwab::env {
+namespace pwab::assemble {
 
 //! Where `pwab rec train DATA` writes its checkpoint and every command looks for it by default.
 std::filesystem::path default_rec_checkpoint(const std::filesystem::path& data_dir);
@@ -56,9 +56,9 @@ std::unique_ptr<embed::Embedder> open_embedder(const std::string& spec, const da
 struct DatasetEnvironment {
   Services services;
   std::unique_ptr<embed::Embedder> embedder;
-  std::unique_ptr<IndexSearch> search;
-  std::unique_ptr<SasrecRecommend> recommend;
-  std::unique_ptr<Environment> environment;
+  std::unique_ptr<env::IndexSearch> search;
+  std::unique_ptr<env::SasrecRecommend> recommend;
+  std::unique_ptr<env::Environment> environment;
 };
 
 //! open_services, then the environment with `top_k` results per search or recommendation over `embedder`.
@@ -67,4 +67,4 @@ DatasetEnvironment open_environment(const data::Dataset& ds, const std::filesyst
                                     const ServiceOptions& options, std::unique_ptr<embed::Embedder> embedder,
                                     int top_k);
 
-}  // namespace pwab::env
+}  // namespace pwab::assemble

@@ -1,10 +1,11 @@
-// src/runner/benchmark.h: one benchmark run assembled in one place -- what `pwab run` does after reading its flags.
+// src/assemble/benchmark.h: one benchmark run assembled in one place -- what `pwab run` does after reading its flags.
 //
 // run_benchmark takes a typed RunConfig (every setting, with the command line's defaults), the models the front
 // end built from its model flags, and hooks for what it shows. It loads the dataset, builds the agent factories
 // (one per trial), opens the services and the environment, makes the user simulator, writes or checks the run
-// manifest, carries an earlier session's spending into the ledger, runs the pending (task, trial) units and
-// writes the summary files. The front end only binds flags to a RunConfig and prints what comes back.
+// manifest, carries an earlier session's spending into the ledger and runs the pending (task, trial) units. It
+// returns how the run ended with its records and dataset; the front end binds flags to a RunConfig, writes the
+// summary files (report/summaries.h) and prints what comes back.
 #pragma once
 #include <atomic>
 #include <cstdint>
@@ -13,22 +14,25 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "agents/agent.h"
 #include "embed/embedder.h"
 #include "env/agent.h"
 #include "llm/llm.h"
+#include "data/dataset.h"
+#include "runner/results.h"
 #include "runner/run.h"
 
-namespace pwab::runner {
+namespace pwab::assemble {
 
 //! Everything that decides what a run computes, with `pwab run`'s defaults.
 struct RunConfig {
   std::filesystem::path data;  //!< dataset directory (required)
   std::filesystem::path out;   //!< run directory (required)
   std::string split = "test";
-  Track track = Track::kSingleTurn;
-  TaskRange tasks;                    //!< positions within the split ("0:" = all)
+  data::Track track = data::Track::kSingleTurn;
+  runner::TaskRange tasks;                    //!< positions within the split ("0:" = all)
   int shard_index = 0, shard_count = 1;
   std::string agent = "heuristic";    //!< a name of agents::list_agents()
   agents::AgentOptions agent_options;  //!< memory, memory length, agent-specific options (a remote agent's url)
@@ -44,7 +48,7 @@ struct RunConfig {
   int concurrency = 0;  //!< episodes in parallel; 0 = one per hardware thread
   int top_k = 10;       //!< results per search or recommendation call
   uint64_t seed = 0;
-  //! fasttext | minilm:DIR | hashing[:DIM] (env::open_embedder), or openai:MODEL (RunModels::embedder).
+  //! fasttext | minilm:DIR | hashing[:DIM] (assemble::open_embedder), or openai:MODEL (RunModels::embedder).
   std::string embedder = "fasttext";
   std::filesystem::path checkpoint;  //!< SASRec checkpoint; empty = DATA's default (trained when missing)
   std::filesystem::path index_dir;   //!< search index root; empty = DATA's default
@@ -79,7 +83,7 @@ struct RunHooks {
   //! Status lines: setup, first-run training, resume notes, the session's usage (no newline).
   std::function<void(const std::string&)> status;
   //! After every finished unit, with the run's cost so far ("" for offline runs): for a progress line.
-  std::function<void(const RunProgress&, const std::string& cost)> progress;
+  std::function<void(const runner::RunProgress&, const std::string& cost)> progress;
   //! Set by the front end (Ctrl-C) to stop handing out units; those in flight finish and are recorded.
   const std::atomic<bool>* interrupt = nullptr;
   //! Called just before the units start and after they end (also on an exception): the front end's Ctrl-C
@@ -89,11 +93,15 @@ struct RunHooks {
 
 //! How a run ended.
 struct BenchmarkResult {
-  RunProgress progress;
+  runner::RunProgress progress;
   int trials = 1;
   bool interrupted = false;     //!< stopped by RunHooks::interrupt before every unit ran
   bool over_budget = false;     //!< stopped by the ledger's budget before every unit ran
-  std::string summary_table;    //!< the summary as `pwab score` prints it (empty when the run stopped early)
+  bool finished = false;        //!< every unit ran (not stopped by interrupt or budget): the summaries are due
+  //! When the records of this session are the run's whole set (a fresh run that finished): them, so that the
+  //! summaries need not read them back (runner::make_run); otherwise the caller reads the run (runner::read_run).
+  std::optional<std::vector<runner::TaskRecord>> records;
+  std::shared_ptr<const data::Dataset> dataset;  //!< the dataset the run was scored on (for the diagnosis)
   std::string usage_json;       //!< this session's model usage ("" for offline runs)
   std::string cost_text;        //!< the run's total cost so far ("" for offline runs)
   std::filesystem::path results_file;
@@ -105,4 +113,4 @@ struct BenchmarkResult {
 //! in progress.errored; a stop by interrupt or budget is reported, not thrown.
 BenchmarkResult run_benchmark(const RunConfig& config, RunModels& models, const RunHooks& hooks = {});
 
-}  // namespace pwab::runner
+}  // namespace pwab::assemble

@@ -1,5 +1,5 @@
-// Assembling and running one benchmark run (benchmark.h).
-#include "runner/benchmark.h"
+// src/assemble/benchmark.cpp: assembling and running one benchmark run (benchmark.h).
+#include "assemble/benchmark.h"
 
 #include <fmt/format.h>
 
@@ -13,14 +13,12 @@
 #include "core/sys.h"
 #include "core/version.h"
 #include "data/loader.h"
-#include "env/services.h"
-#include "report/runs.h"
-#include "runner/trials.h"
-#include "sim/human_user.h"
-#include "sim/llm_user.h"
-#include "sim/scripted_user.h"
+#include "runner/run_settings.h"
+#include "assemble/services.h"
+#include "assemble/trials.h"
+#include "assemble/user_simulators.h"
 
-namespace pwab::runner {
+namespace pwab::assemble {
 namespace {
 
 using Json = nlohmann::json;
@@ -36,7 +34,7 @@ void check_agent_name(const std::string& agent) {
 }
 
 std::unique_ptr<embed::Embedder> take_embedder(const RunConfig& config, RunModels& models, const data::Dataset& ds) {
-  if (config.embedder.rfind("openai:", 0) != 0) return env::open_embedder(config.embedder, ds, config.data);
+  if (config.embedder.rfind("openai:", 0) != 0) return assemble::open_embedder(config.embedder, ds, config.data);
   if (!models.embedder) throw UsageError("--embedder " + config.embedder + " needs its endpoint (RunModels::embedder)");
   return std::move(models.embedder);
 }
@@ -66,26 +64,27 @@ agents::AgentContext agent_context(const RunConfig& config, const RunModels& mod
 }
 
 //! The manifest: everything that changes what the run computes (--resume refuses any difference).
-RunManifest make_manifest(const RunConfig& config, const RunModels& models, const agents::AgentFactory& agent,
+runner::RunManifest make_manifest(const RunConfig& config, const RunModels& models, const agents::AgentFactory& agent,
                           const std::string& user_sim, int trials, int max_steps, const embed::Embedder& embedder,
-                          const env::Services& services, std::string data_fingerprint) {
-  Json json = {{"split", config.split},
-               {"track", config.track == Track::kSingleTurn ? "single" : "multi"},
-               {"tasks", config.tasks.to_string()},
-               {"agent", agent.name()},
-               {"agent_config", Json::parse(agent.config_json())},
-               {"user_sim", user_sim},
-               {kTrialsKey, trials},
-               {"max_steps", max_steps},
-               {"top_k", config.top_k},
-               {"embedder", embedder.name()},
-               {"search_index", services.index->fingerprint()},
-               {"recommender", to_hex(hash_file(services.checkpoint))}};
-  if (auto llm_config = Json::parse(models.config_json); !llm_config.empty()) json["llm"] = llm_config;
+                          const assemble::Services& services, std::string data_fingerprint) {
+  runner::RunSettings settings;
+  settings.split = config.split;
+  settings.track = config.track;
+  settings.tasks = config.tasks.to_string();
+  settings.agent = agent.name();
+  settings.agent_config = agent.config_json();
+  settings.user_sim = user_sim;
+  settings.trials = trials;
+  settings.max_steps = max_steps;
+  settings.top_k = config.top_k;
+  settings.embedder = embedder.name();
+  settings.search_index = services.index->fingerprint();
+  settings.recommender = to_hex(hash_file(services.checkpoint));
+  if (!Json::parse(models.config_json).empty()) settings.llm = models.config_json;
   // Only when on: manifests of runs without the guard (and --resume of runs made before it existed) are unchanged.
-  if (config.user_guard > 0) json["user_guard"] = config.user_guard;
-  RunManifest manifest;
-  manifest.config_json = json.dump();
+  if (config.user_guard > 0) settings.user_guard = config.user_guard;
+  runner::RunManifest manifest;
+  manifest.config_json = settings.to_json();
   manifest.seed = config.seed;
   manifest.dataset_fingerprint = std::move(data_fingerprint);
   manifest.pwab_version = kVersion;
@@ -94,36 +93,9 @@ RunManifest make_manifest(const RunConfig& config, const RunModels& models, cons
   return manifest;
 }
 
-UserMaker user_maker(const std::string& user_sim, const data::Dataset& ds, const RunModels& models, uint64_t seed,
-                     int user_guard) {
-  if (user_sim == "scripted")
-    return [&ds, seed](const data::Task& t, int trial) {
-      return std::make_unique<sim::ScriptedUser>(ds, t, trial_seed(seed, trial));
-    };
-  if (user_sim == "human")  // one episode at a time (run_benchmark sets concurrency 1), so one terminal suffices
-    return [&ds](const data::Task& t, int) -> std::unique_ptr<env::UserChannel> {
-      return std::make_unique<sim::HumanUser>(ds, t, std::cin, std::cerr);
-    };
-  if (user_sim == "llm") {
-    llm::ChatModel& user_model = *models.user_model;
-    llm::Ledger& ledger = *models.ledger;
-    std::string name = models.user_model_name;
-    return [&ds, &user_model, &ledger, name, user_guard](const data::Task& t,
-                                                         int trial) -> std::unique_ptr<env::UserChannel> {
-      auto metered = std::make_unique<llm::MeteredChatModel>(user_model, ledger, llm::Role::kUser,
-                                                             RecordId{task_key(t), trial}.to_string());
-      sim::LlmUserOptions user_options;
-      user_options.sample = trial;  // each trial's dialogue is its own cache entry
-      user_options.leak_guard = user_guard;
-      return std::make_unique<sim::LlmUser>(ds, t, std::move(metered), name, user_options);
-    };
-  }
-  return {};
-}
-
 //! Spending of an earlier session of this run counts toward the budget.
 void carry_prior_usage(const std::filesystem::path& out, llm::Ledger& ledger) {
-  for (const auto& r : read_records(out)) {
+  for (const auto& r : runner::read_records(out)) {
     if (r.usage_json.empty()) continue;
     auto u = Json::parse(r.usage_json, nullptr, false);
     if (!u.is_object()) continue;
@@ -137,17 +109,17 @@ void carry_prior_usage(const std::filesystem::path& out, llm::Ledger& ledger) {
 
 int episode_step_cap(const RunConfig& config, bool react_style) {
   if (config.max_steps > 0) return config.max_steps;
-  return loop_bound(config.track == Track::kMultiTurn ? 10 : -1, react_style);
+  return runner::loop_bound(config.track == data::Track::kMultiTurn ? 10 : -1, react_style);
 }
 
 std::string effective_user_sim(const RunConfig& config) {
   std::string user_sim =
-      config.user_sim.empty() ? (config.track == Track::kMultiTurn ? "scripted" : "none") : config.user_sim;
+      config.user_sim.empty() ? (config.track == data::Track::kMultiTurn ? "scripted" : "none") : config.user_sim;
   if (user_sim != "none" && user_sim != "scripted" && user_sim != "llm" && user_sim != "human")
     throw UsageError("--user-sim must be none, scripted, llm or human, got '" + user_sim + "'");
   if (user_sim == "human" && config.concurrency > 1)
     throw UsageError("--user-sim human plays one episode at a time: drop --concurrency (or give 1)");
-  if (config.track == Track::kSingleTurn && user_sim != "none")
+  if (config.track == data::Track::kSingleTurn && user_sim != "none")
     throw UsageError("the single-turn track has no user simulator (drop --user-sim or use --track multi)");
   if (config.user_guard < 0)
     throw UsageError("--user-guard must be 0 (off) or more, got " + std::to_string(config.user_guard));
@@ -163,8 +135,10 @@ BenchmarkResult run_benchmark(const RunConfig& config, RunModels& models, const 
   llm::Ledger& ledger = *models.ledger;
 
   Stopwatch setup;
-  data::Dataset ds = data::load_dataset(config.data);
-  auto tasks = select_tasks(ds, config.split, config.tasks, config.shard_index, config.shard_count);
+  // Shared with the result: the caller writes the run's summaries (with its diagnosis) on the same dataset.
+  auto dataset = std::make_shared<const data::Dataset>(data::load_dataset(config.data));
+  const data::Dataset& ds = *dataset;
+  auto tasks = runner::select_tasks(ds, config.split, config.tasks, config.shard_index, config.shard_count);
   // The search index opens from its cache on a second core while the embedder and the agents load (a missing or
   // stale index is built later by open_environment, after the agent's usage errors, as before).
   std::future<std::unique_ptr<search::Index>> cached_index = std::async(std::launch::async, [&ds, &config] {
@@ -181,28 +155,28 @@ BenchmarkResult run_benchmark(const RunConfig& config, RunModels& models, const 
   agents::AgentFactory& agent = factories.first();
 
   // The services come after the agent, so that its usage errors come before a first-run SASRec training.
-  std::string data_fingerprint = dataset_fingerprint(config.data);  // while the index opens
-  env::ServiceOptions service_options;
+  std::string data_fingerprint = runner::dataset_fingerprint(config.data);  // while the index opens
+  assemble::ServiceOptions service_options;
   service_options.index_dir = config.index_dir;
   service_options.checkpoint = config.checkpoint;
   service_options.announce = hooks.status;
   service_options.opened_index = [&cached_index] { return cached_index.get(); };
-  env::DatasetEnvironment world = env::open_environment(ds, config.data, service_options, std::move(embedder), config.top_k);
+  assemble::DatasetEnvironment world = assemble::open_environment(ds, config.data, service_options, std::move(embedder), config.top_k);
 
   const int max_steps = episode_step_cap(config, agent.react_style());
-  auto dir = RunDirectory::open(config.out, make_manifest(config, models, agent, user_sim, result.trials, max_steps,
+  auto dir = runner::RunDirectory::open(config.out, make_manifest(config, models, agent, user_sim, result.trials, max_steps,
                                                           embedder_ref, world.services, std::move(data_fingerprint)),
                                 config.resume);
   if (dir.n_truncated()) say(hooks, "dropped an unfinished last line left by an interrupted run");
   if (config.resume) carry_prior_usage(config.out, ledger);
 
   // The units this invocation runs, in hand-out order: the agents prepare for exactly these.
-  const std::vector<Unit> todo = pending_units(tasks, result.trials, dir.done());
+  const std::vector<runner::Unit> todo = runner::pending_units(tasks, result.trials, dir.done());
   factories.prepare(todo);
 
   const bool uses_llm = models.agent_model || models.user_model;
   std::atomic<bool> over_budget{false};
-  RunOptions options;
+  runner::RunOptions options;
   options.episode = {config.track, max_steps};
   options.trials = result.trials;
   options.concurrency = user_sim == "human" ? 1 : config.concurrency;
@@ -211,20 +185,19 @@ BenchmarkResult run_benchmark(const RunConfig& config, RunModels& models, const 
     if (ledger.budget_reached()) over_budget = true;
     return over_budget.load();
   };
-  options.on_progress = [&](const RunProgress& p) {
+  options.on_progress = [&](const runner::RunProgress& p) {
     if (hooks.progress) hooks.progress(p, uses_llm ? ledger.run_total().cost_text() : std::string());
   };
-  if (uses_llm) options.on_record = [&ledger](TaskRecord& r) { r.usage_json = ledger.to_json(r.id().to_string()); };
-  // A fresh run's summaries come from the records it wrote, kept in memory, instead of reading them back (a resumed
-  // run's file holds earlier sessions' records too).
+  if (uses_llm) options.on_record = [&ledger](runner::TaskRecord& r) { r.usage_json = ledger.to_json(r.id().to_string()); };
+  // A fresh run's records are kept for its summaries (BenchmarkResult::records).
   options.keep_records = !config.resume;
   say(hooks, fmt::format("{} {} tasks{} of {} ({}-turn, agent {}, user {}); setup {:.1f} s", tasks.size(),
                          config.split, result.trials > 1 ? fmt::format(" x {} trials", result.trials) : "",
-                         config.data.string(), config.track == Track::kSingleTurn ? "single" : "multi", agent.name(),
+                         config.data.string(), data::to_string(config.track), agent.name(),
                          user_sim, setup.seconds()));
 
   const std::size_t skipped = tasks.size() * static_cast<std::size_t>(result.trials) - todo.size();
-  RunReport report;
+  runner::RunReport report;
   {
     struct UnitsEnd {  // units_end runs however run_units leaves
       const RunHooks& hooks;
@@ -233,12 +206,12 @@ BenchmarkResult run_benchmark(const RunConfig& config, RunModels& models, const 
       }
     } units_end{hooks};
     if (hooks.units_start) hooks.units_start();
-    report = run_units(*world.environment, todo, skipped, dir, factories.maker(),
+    report = runner::run_units(*world.environment, todo, skipped, dir, factories.maker(),
                        user_maker(user_sim, ds, models, config.seed, config.user_guard), options);
   }
 
   result.progress = report.progress;
-  result.results_file = config.out / kResultsFile;
+  result.results_file = config.out / runner::kResultsFile;
   result.over_budget = report.cancelled && over_budget;
   result.interrupted = report.cancelled && !result.over_budget;
   if (uses_llm) {
@@ -246,13 +219,14 @@ BenchmarkResult run_benchmark(const RunConfig& config, RunModels& models, const 
     result.cost_text = ledger.run_total().cost_text();
   }
   if (!report.cancelled) {
+    result.finished = true;
+    // A fresh run's summaries can come from the records it wrote, kept in memory, instead of reading them back (a
+    // resumed run's file holds earlier sessions' records too).
     if (options.keep_records && report.records_exact && report.records.size() == todo.size())
-      result.summary_table = report::write_summaries(
-          report::make_run(config.out, read_manifest(config.out), std::move(report.records)), {}, &ds);
-    else
-      result.summary_table = report::write_summaries(config.out, {}, &ds);
+      result.records = std::move(report.records);
   }
+  result.dataset = dataset;
   return result;
 }
 
-}  // namespace pwab::runner
+}  // namespace pwab::assemble
