@@ -236,7 +236,7 @@ void verify_run(const fs::path& bundle, const Json& claim, const VerifyOptions& 
   const std::string records_hash = to_hex(hash_file(dir / runner::kResultsFile));
   runner::Run stored = runner::read_run(dir);
   verdict.title = stored.title;
-  verdict.track = data::to_string(stored.track);
+  verdict.track = stored.track;
   auto fail = [&](std::string why) { verdict.failure = std::move(why); };
 
   if (records_hash != string_field(claim, "records_hash", where))
@@ -283,7 +283,7 @@ void verify_run(const fs::path& bundle, const Json& claim, const VerifyOptions& 
   std::set<std::string> tasks;
   for (const runner::TaskRecord& r : replayed.records) tasks.insert(r.task_key);
   verdict.tasks = tasks.size();
-  if (verdict.track == "multi" && !replay.regenerated_replies)
+  if (verdict.track == data::Track::kMultiTurn && !replay.regenerated_replies)
     notes.push_back(fmt::format("{}: the user's replies are taken as recorded (its user simulator, {}, cannot be "
                                 "run again offline)",
                                 verdict.name, runner::settings_of(stored.manifest).user_sim.value_or("unknown")));
@@ -418,14 +418,14 @@ VerifyReport verify_submission(const fs::path& bundle, const VerifyOptions& opti
 std::string format_verify_report(const VerifyReport& report) {
   std::string text = fmt::format("submission: {} ({} runs)\n", report.model, report.runs.size());
   for (const RunVerdict& r : report.runs) {
-    text += fmt::format("  {} {} [{}-turn]: ", r.name, r.title, r.track);
+    text += fmt::format("  {} {} [{}-turn]: ", r.name, r.title, data::to_string(r.track));
     if (!r.failure.empty()) {
       text += "FAILED: " + r.failure + "\n";
       continue;
     }
     text += fmt::format("ok: {} records re-scored, the claimed scores follow; {} of {} tasks of its split", r.records,
                         r.tasks, r.split_tasks);
-    if (r.track == "multi") text += r.replies_regenerated ? "; the scripted user's replies regenerated" : "";
+    if (r.track == data::Track::kMultiTurn) text += r.replies_regenerated ? "; the scripted user's replies regenerated" : "";
     if (r.changed_observations) text += fmt::format("; {} records saw other tool output", r.changed_observations);
     text += "\n";
   }

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "data/track.h"
 #include "metrics/metrics.h"
 
 namespace pwab::assemble {
@@ -53,7 +54,7 @@ struct VerifyOptions {
 struct RunVerdict {
   std::string name;           //!< its folder under runs/
   std::string title;          //!< runner::run_title(), e.g. "heuristic (taskspec)"
-  std::string track;          //!< "single" or "multi"
+  data::Track track = data::kDefaultTrack;
   std::size_t records = 0;    //!< records re-scored
   std::size_t tasks = 0;      //!< distinct tasks among them
   std::size_t split_tasks = 0;  //!< tasks in the run's split of DATA
