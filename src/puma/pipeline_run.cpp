@@ -1,22 +1,9 @@
 // src/puma/pipeline_run.cpp: the helpers the pipeline's steps share (pipeline_run.h).
 #include "puma/pipeline_run.h"
 
-#include <fmt/format.h>
-
-#include <chrono>
-#include <cstdlib>
 #include <nlohmann/json.hpp>
-#include <set>
 
-#include "agents/puma_prompt.h"
-#include "core/error.h"
-#include "core/hash.h"
-#include "core/rng.h"
 #include "core/sys.h"
-#include "core/text.h"
-#include "env/tools.h"
-#include "puma/rl_tasks.h"
-#include "runner/results.h"
 #include "llama/distributed.h"
 
 namespace pwab::puma::stages {

@@ -32,13 +32,17 @@ namespace pwab::puma::stages {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
+//! The lines of a JSONL text (the last one may lack its newline).
 std::vector<std::string_view> split_lines(std::string_view text);
+//! Prepared examples as training pairs (prompt, target).
 std::vector<TrainPair> pairs_of(const std::vector<Example>& examples);
+//! The first `n` items (0 = all): the --train-limit / --test-limit cut.
 template <typename T>
 std::vector<T> first_n(std::vector<T> v, int n) {
   if (n > 0 && v.size() > static_cast<std::size_t>(n)) v.resize(static_cast<std::size_t>(n));
   return v;
 }
+//! Settings and reports as the steps' `.done` files, options.json and train.json hold them.
 json train_json(const TrainOptions& o);
 json shape_json(const ModelShape& s);
 json train_report_json(const TrainReport& r);

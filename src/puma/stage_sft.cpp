@@ -1,21 +1,12 @@
 // src/puma/stage_sft.cpp: the sft step: the SFT data by mode and weights, and the training.
 #include <fmt/format.h>
 
-#include <chrono>
-#include <cstdlib>
 #include <nlohmann/json.hpp>
-#include <set>
 
-#include "agents/puma_prompt.h"
 #include "core/error.h"
 #include "core/hash.h"
 #include "core/rng.h"
-#include "core/sys.h"
-#include "core/text.h"
-#include "env/tools.h"
 #include "puma/pipeline_run.h"
-#include "puma/rl_tasks.h"
-#include "runner/results.h"
 
 namespace pwab::puma::stages {
 

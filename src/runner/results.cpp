@@ -204,6 +204,7 @@ RunManifest read_manifest(const fs::path& dir) {
   const json& config = field(j, "config", what);
   if (!config.is_object()) throw DataError(what + ": field 'config' is not an object");
   m.config_json = config.dump();
+  RunSettings::from_json(m.config_json, what);  // a key of the wrong type is named with this file, here
   const json& seed = field(j, "seed", what);
   if (!seed.is_number_unsigned() && !(seed.is_number_integer() && seed.get<int64_t>() >= 0))
     throw DataError(what + ": field 'seed' is not an unsigned integer");

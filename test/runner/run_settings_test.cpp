@@ -7,6 +7,8 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "core/sys.h"
+#include "support/test_support.h"
 
 namespace pwab::runner {
 namespace {
@@ -64,6 +66,20 @@ TEST(RunSettings, AKeyOfTheWrongTypeNamesItself) {
   EXPECT_EQ(message(R"({"top_k": "10"})"), "runs/a/manifest.json: config 'top_k' is not an integer, got \"10\"");
   EXPECT_EQ(message(R"({"agent": 3})"), "runs/a/manifest.json: config 'agent' is not a string, got 3");
   EXPECT_EQ(message("[1]"), "runs/a/manifest.json: the config is not a JSON object");
+}
+
+TEST(RunSettings, AManifestFileWithABadKeyIsNamedWhenRead) {
+  test::TempDir tmp;
+  write_file_atomic(tmp / kManifestFile,
+                    R"({"config": {"track": "both"}, "seed": 0, "dataset_fingerprint": "x", "pwab_version": "0",
+                        "created_utc": "", "shard_index": 0, "shard_count": 1})");
+  try {
+    read_manifest(tmp.path());
+    FAIL() << "read";
+  } catch (const DataError& e) {
+    EXPECT_EQ(std::string(e.what()), (tmp / kManifestFile).string() +
+                                         ": config 'track' is not \"single\" or \"multi\", got \"both\"");
+  }
 }
 
 }  // namespace
