@@ -5,8 +5,10 @@
 #   make demo       the main job on the embedded synthetic data
 #   make bench      benchmarks (B=regex filters); results in build/bench/
 #   make fuzz       libFuzzer on the parsers of outside input for FUZZ_SECONDS (default 60) with clang
+#   make TORCH=DIR  (and make test TORCH=DIR, ...) on another libtorch, a PyTorch 2.x's torch/ folder, in
+#                   build/pytorch (docs/dependencies.md); make test-pytorch: the torch tests on the pinned PyTorch
 #   make debug | deps | clean
-.PHONY: all release debug test demo bench fuzz deps clean
+.PHONY: all release debug test test-pytorch demo bench fuzz deps clean
 
 GENERATOR := $(shell command -v ninja >/dev/null 2>&1 && echo "-G Ninja")
 JOBS ?= $(shell nproc)
@@ -14,7 +16,10 @@ JOBS ?= $(shell nproc)
 LAUNCHER := $(shell command -v ccache >/dev/null 2>&1 && echo -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 export CCACHE_BASEDIR ?= $(CURDIR)
 FUZZ_SECONDS ?= 60
-BUILD_RELEASE := build/release
+# TORCH=DIR: build on the libtorch of a PyTorch 2.x (its torch/ folder) instead of Debian's 1.13, in a folder of
+# its own; a different DIR than the folder was configured with configures it again (cmake/Libtorch.cmake).
+TORCH ?=
+BUILD_RELEASE := $(if $(TORCH),build/pytorch,build/release)
 # Environment for libtorch-heavy processes, read by libgomp and OpenBLAS when they load (before main, so pwab
 # cannot set it itself): idle OpenMP threads sleep instead of spinning, and OpenBLAS uses the kernels of the
 # CPU it runs on (on some VMs it misdetects the CPU and falls back to SSE3 kernels, 3-8x slower).
@@ -34,7 +39,8 @@ deps:
 # Configure once per build directory; later runs only build.
 define cmake_build
 	@scripts/install-deps.sh
-	@if [ ! -f $(1)/CMakeCache.txt ]; then cmake -S . -B $(1) $(GENERATOR) -DCMAKE_BUILD_TYPE=$(2) $(LAUNCHER) $(3); fi
+	@if [ ! -f $(1)/CMakeCache.txt ] || [ "$$(sed -n 's/^PWAB_TORCH_DIR:PATH=//p' $(1)/CMakeCache.txt)" != "$(if $(TORCH),$(abspath $(TORCH)),)" ]; then \
+		cmake -S . -B $(1) $(GENERATOR) -DCMAKE_BUILD_TYPE=$(2) $(LAUNCHER) -DPWAB_TORCH_DIR=$(if $(TORCH),$(abspath $(TORCH)),) $(3); fi
 	@cmake --build $(1) -j $(JOBS)
 endef
 
@@ -46,7 +52,13 @@ debug:
 
 test: release
 	@scripts/install-deps.sh --with-test
-	@cd $(BUILD_RELEASE) && $(RUN_ENV) ctest --output-on-failure -j $(JOBS) $(if $(T),-R '$(T)',)
+	@cd $(BUILD_RELEASE) && $(RUN_ENV) ctest --output-on-failure -j $(JOBS) $(if $(T),-R '$(T)',) $(if $(L),-L '$(L)',)
+
+# The tests that load libtorch (ctest label `torch`), built on the pinned PyTorch 2.x (scripts/ecosystem/torch.in)
+# in build/pytorch; CI runs them beside the Debian build.
+test-pytorch:
+	@scripts/install-deps.sh --with-test --with-ecosystem
+	@$(MAKE) --no-print-directory test TORCH=$$(scripts/ecosystem/install.sh --torch-dir) L=torch
 
 demo: release
 	@$(RUN_ENV) scripts/demo.sh $(BUILD_RELEASE)/pwab

@@ -20,18 +20,7 @@ target_include_directories(pwab_xapian INTERFACE ${XAPIAN_INCLUDE_DIR})
 target_link_libraries(pwab_xapian INTERFACE ${XAPIAN_LIBRARIES})
 
 if(PWAB_WITH_TORCH)
-  find_package(Torch REQUIRED)
-  add_library(pwab_torch INTERFACE)
-  target_include_directories(pwab_torch INTERFACE ${TORCH_INCLUDE_DIRS})
-  target_link_libraries(pwab_torch INTERFACE ${TORCH_LIBRARIES})
-  # c10d's Gloo process group (data-parallel training, src/llama/distributed.cpp): its headers come from
-  # libgloo-dev, and libtorch does not carry libgloo's symbols, so the runtime library is linked explicitly.
-  find_path(PWAB_GLOO_INCLUDE_DIR gloo/allreduce.h)
-  find_library(PWAB_GLOO_LIBRARY gloo PATHS /usr/lib /usr/lib/x86_64-linux-gnu)
-  if(NOT PWAB_GLOO_INCLUDE_DIR OR NOT PWAB_GLOO_LIBRARY)
-    message(FATAL_ERROR "Gloo not found (data-parallel training needs it): run scripts/install-deps.sh "
-            "(apt packages libgloo-dev and libgloo0)")
-  endif()
+  include(cmake/Libtorch.cmake)   # Debian's 1.13, or a PyTorch 2.x one (PWAB_TORCH_DIR)
 endif()
 
 if(PWAB_BUILD_TESTS)

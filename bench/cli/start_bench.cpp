@@ -52,8 +52,9 @@ const int registered = [] {
             "q0\t1\t");
   add_start("score", "pwab score of a 109-task run (bootstrap intervals)",
             [](const Context& ctx) { return "score " + run_dir(ctx).string(); }, "Review similarity");
+  // Loaded, whichever libtorch: its line shows the threads, not "(unavailable ...)".
   add_start("version", "pwab version: loads the libtorch plugin (the cost the others no longer pay)",
-            [](const Context&) { return std::string("version"); }, "libtorch   1.");
+            [](const Context&) { return std::string("version"); }, "(intra-op threads");
   return 0;
 }();
 

@@ -9,6 +9,7 @@
 #   scripts/ecosystem/install.sh core verl    some (the torch layer comes along when one needs it)
 #   scripts/ecosystem/install.sh --check      exit 1 naming what is missing or out of date; installs nothing
 #   scripts/ecosystem/install.sh --path       print the root folder and exit
+#   scripts/ecosystem/install.sh --torch-dir  print the torch layer's torch/ folder (its libtorch: `make TORCH=...`)
 # The root is $PWAB_ECOSYSTEM_DIR, else /opt/pwab/ecosystem as root, else ~/.local/share/pwab/ecosystem.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -23,7 +24,11 @@ for arg in "$@"; do
   case "$arg" in
     --check) check_only=1 ;;
     --path) echo "$root"; exit 0 ;;
-    -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
+    --torch-dir)
+      dir=$(ls -d "$root"/torch/lib/python3*/site-packages/torch 2>/dev/null | head -n 1)
+      [ -n "$dir" ] || { echo "install.sh: no torch layer in $root (install: scripts/ecosystem/install.sh torch)" >&2; exit 1; }
+      echo "$dir"; exit 0 ;;
+    -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
     -*) echo "install.sh: unknown option '$arg'" >&2; exit 2 ;;
     *) [ -f "$here/$arg.lock" ] || { echo "install.sh: no environment '$arg' (${all_envs[*]})" >&2; exit 2; }
        envs+=("$arg") ;;

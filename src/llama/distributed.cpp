@@ -118,18 +118,35 @@ DistEnv dist_env_from_environment(const std::function<const char*(const char*)>&
 
 struct ProcessGroup::Impl {
   c10::intrusive_ptr<c10d::TCPStore> store;
+  // PyTorch 2.x split the process group into a front and per-device backends; Gloo and NCCL are backends there,
+  // with the same collectives as 1.13's process groups.
+#if TORCH_VERSION_MAJOR >= 2
+  c10::intrusive_ptr<c10d::Backend> group;
+#else
   c10::intrusive_ptr<c10d::ProcessGroup> group;
+#endif
 };
+
+bool nccl_built() {
+#ifdef USE_C10D_NCCL
+  return true;
+#else
+  return false;
+#endif
+}
 
 ProcessGroup::ProcessGroup(const DistEnv& env, std::chrono::milliseconds timeout, const std::string& device)
     : impl_(std::make_unique<Impl>()), env_(env) {
   const bool cuda = device.rfind("cuda", 0) == 0;
-#ifndef USE_C10D_NCCL
-  if (cuda)
+  if (cuda && !nccl_built())
     throw UsageError(fmt::format("training on {} in several processes needs NCCL, and this libtorch was built without "
                                  "it (Debian's is CPU-only): train on cpu, or build pwab against a CUDA libtorch",
                                  device));
-#endif
+  // Checked before the rendezvous: NCCL on a machine without a visible GPU fails only inside the first collective,
+  // after every rank has joined.
+  if (cuda && !torch::cuda::is_available())
+    throw UsageError(fmt::format("training on {}: this process sees no CUDA device (CUDA_VISIBLE_DEVICES, driver)",
+                                 device));
   try {
     c10d::TCPStoreOptions so;
     so.port = static_cast<uint16_t>(env.master_port);

@@ -52,11 +52,16 @@ struct CommStats {
   double seconds = 0;             //!< wall time inside collectives (waiting for slower ranks included)
 };
 
+//! Whether this build's libtorch has NCCL (a CUDA PyTorch 2.x: cmake/Libtorch.cmake), so that ranks on CUDA
+//! devices can form a group.
+bool nccl_built();
+
 //! This process's membership of a job. Every rank constructs one with the same world and master; the
 //! constructor returns once all have joined (or throws after `timeout`).
 class ProcessGroup {
  public:
-  //! `device`: where the tensors of the collectives live ("cpu" → Gloo; "cuda..." → NCCL, or an error).
+  //! `device`: where the tensors of the collectives live ("cpu" → Gloo; "cuda..." → NCCL, or a UsageError when
+  //! this build has no NCCL or the process sees no CUDA device).
   ProcessGroup(const DistEnv& env, std::chrono::milliseconds timeout, const std::string& device = "cpu");
   ~ProcessGroup();
   ProcessGroup(const ProcessGroup&) = delete;

@@ -261,7 +261,7 @@ std::vector<std::vector<Generation>> run_beam_search(LlamaModelImpl& model,
     std::vector<Generation> gens;
     for (auto& h : hyps[i].sorted()) {
       if (static_cast<int64_t>(gens.size()) == n_return) break;
-      gens.push_back({std::move(h.tokens), h.score, h.eos});
+      gens.push_back({std::move(h.tokens), h.score, h.eos, {}, {}});
     }
     result.push_back(std::move(gens));
   }

@@ -114,18 +114,31 @@ void set_learning_rate(torch::optim::Optimizer& optimizer, double lr) {
 AutocastGuard::AutocastGuard(torch::Device device, torch::Dtype dtype, bool enabled) {
   if (!enabled || !device.is_cuda()) return;
   active_ = true;
+  // PyTorch 2.x names the device of each autocast setting; 1.13 (Debian's) had only the CUDA ones.
+#if TORCH_VERSION_MAJOR >= 2
+  previous_ = at::autocast::is_autocast_enabled(at::kCUDA);
+  previous_dtype_ = at::autocast::get_autocast_dtype(at::kCUDA);
+  at::autocast::set_autocast_enabled(at::kCUDA, true);
+  at::autocast::set_autocast_dtype(at::kCUDA, dtype);
+#else
   previous_ = at::autocast::is_enabled();
   previous_dtype_ = at::autocast::get_autocast_gpu_dtype();
   at::autocast::set_enabled(true);
   at::autocast::set_autocast_gpu_dtype(dtype);
+#endif
   at::autocast::increment_nesting();
 }
 
 AutocastGuard::~AutocastGuard() {
   if (!active_) return;
   if (at::autocast::decrement_nesting() == 0) at::autocast::clear_cache();
+#if TORCH_VERSION_MAJOR >= 2
+  at::autocast::set_autocast_enabled(at::kCUDA, previous_);
+  at::autocast::set_autocast_dtype(at::kCUDA, previous_dtype_);
+#else
   at::autocast::set_enabled(previous_);
   at::autocast::set_autocast_gpu_dtype(previous_dtype_);
+#endif
 }
 
 LossScaler::LossScaler(bool enabled, double initial_scale, int64_t growth_interval)

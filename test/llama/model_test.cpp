@@ -18,7 +18,9 @@ namespace fs = std::filesystem;
 namespace st = pwab::safetensors;
 using namespace testing;
 
-constexpr double kTol = 2e-5;
+// Relative to the reference (at least 1). PyTorch 2.x's libtorch multiplies with MKL, Debian's with OpenBLAS: their
+// sums run in different orders, and the largest difference seen, 2.14e-5 (tied embeddings, MKL), is under this.
+constexpr double kTol = 5e-5;
 
 TEST(LlamaModel, MatchesReferenceLogitsForEveryStoredDtypeAndShards) {
   for (const std::string name : {"f32", "f16", "bf16", "sharded"}) {
@@ -367,8 +369,12 @@ TEST(Generate, TopLogprobsAreTheLargestOfTheFullForwardsDistribution) {
         }
         // the drawn token's own log-probability is in the same distribution
         const int32_t drawn = t < g.tokens.size() ? g.tokens[t] : -1;
-        if (drawn >= 0) EXPECT_NEAR(g.logprobs[t], logp[int64_t(prompts[i].size() + t) - 1][drawn].item<double>(), 1e-4);
-        if (temperature == 0.0 && drawn >= 0) EXPECT_EQ(g.top_logprobs[t][0].first, drawn);
+        if (drawn >= 0) {
+          EXPECT_NEAR(g.logprobs[t], logp[int64_t(prompts[i].size() + t) - 1][drawn].item<double>(), 1e-4);
+        }
+        if (temperature == 0.0 && drawn >= 0) {
+          EXPECT_EQ(g.top_logprobs[t][0].first, drawn);
+        }
       }
     }
   }
