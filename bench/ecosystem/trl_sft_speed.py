@@ -1,0 +1,182 @@
+"""pwab's SFT beside TRL's SFTTrainer (transformers), on the same model, rows and settings (issue 39, item 2).
+
+One run does both sides, one after the other, on the mini synthetic dataset:
+
+  pwab   `pwab puma sft --base-model BASE` (the tiny preset's SFT settings: all weights, AdamW as Hugging Face's
+         defaults, linear schedule with 5% warm-up, clip 1.0, batch 8, one epoch) on the first --tasks train tasks;
+  TRL    SFTTrainer on the very rows pwab trained on (its data/ files with the preset's weights: each function
+         example 4 times, each parameter example once), prompt-completion form, loss on the completion only, the
+         same optimiser, schedule, clip, batch and epoch, no packing, padding to each batch's longest row.
+
+BASE is a random LLaMA written with transformers (test/ecosystem/tiny_models.py: its tokenizer is trained there),
+so both sides start from the same weights. Before timing it checks that both train the same thing: the untrained
+model's loss on the rows (pwab `lm score` against transformers' forward), the trainable parameter counts, the
+token counts; and after training it prints both sides' mean loss. Threads are pinned the same on both sides
+(OMP_NUM_THREADS, torch.set_num_threads) and printed with the figures.
+
+Run with the core environment's interpreter (docs/ecosystem.md):
+
+  PYTHONPATH=test/ecosystem /opt/pwab/ecosystem/core/bin/python bench/ecosystem/trl_sft_speed.py \\
+      --pwab build/release/pwab --work /tmp/trl-sft [--shape tiny|100m] [--tasks 40] [--threads 2] [--json OUT]
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("WANDB_MODE", "disabled")
+os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
+HERE = os.path.dirname(os.path.abspath(__file__))
+SOURCE = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(SOURCE, "test", "ecosystem"))
+
+# The model shapes: the tiny preset's decoder (hidden 128, 4 layers, 4 query / 2 key-value heads, SwiGLU 344), and
+# one of about 100 M parameters. The vocabulary is the test tokenizer's (a few hundred pieces).
+SHAPES = {
+    "tiny": dict(hidden=128, layers=4, heads=4, kv_heads=2, intermediate=344),
+    "100m": dict(hidden=768, layers=14, heads=12, kv_heads=12, intermediate=2048),
+}
+# The tiny preset's SFT settings (src/puma/presets.cpp) that both sides use.
+LR, WARMUP, CLIP, BATCH, MAX_LENGTH, FUNCTION_WEIGHT = 3e-3, 0.05, 1.0, 8, 1024, 4
+
+
+def run(cmd, env=None):
+    done = subprocess.run([str(c) for c in cmd], capture_output=True, text=True, env=env)
+    if done.returncode != 0:
+        raise SystemExit(f"{' '.join(map(str, cmd))} failed ({done.returncode}):\n{done.stderr[-3000:]}")
+    return done.stdout
+
+
+def read_jsonl(path):
+    with open(path) as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def the_rows(pipeline):
+    """pwab's SFT rows, as its sft step builds them from data/ (the tiny preset's integer weights)."""
+    rows = []
+    for e in read_jsonl(os.path.join(pipeline, "data", "function_train.jsonl")):
+        rows += [{"prompt": e["prompt"], "completion": e["target"]}] * FUNCTION_WEIGHT
+    rows += [{"prompt": e["prompt"], "completion": e["target"]}
+             for e in read_jsonl(os.path.join(pipeline, "data", "param_train.jsonl"))]
+    return rows
+
+
+def untrained_loss_transformers(model, tokenizer, rows):
+    """Mean negative log-likelihood per completion token (EOS included) of `rows` under `model`."""
+    import torch
+    total, count = 0.0, 0
+    with torch.no_grad():
+        for r in rows:
+            prompt = tokenizer(r["prompt"])["input_ids"]
+            full = tokenizer(r["prompt"] + r["completion"])["input_ids"] + [tokenizer.eos_token_id]
+            logits = model(torch.tensor([full])).logits[0].float()
+            logp = torch.log_softmax(logits[:-1], dim=-1)
+            target = torch.tensor(full[1:])
+            picked = logp.gather(1, target[:, None])[:, 0][len(prompt) - 1:]
+            total -= picked.sum().item()
+            count += picked.numel()
+    return total / count, count
+
+
+def untrained_loss_pwab(pwab, base, rows, work):
+    pairs = os.path.join(work, "score_pairs.jsonl")
+    with open(pairs, "w") as f:
+        for r in rows:
+            f.write(json.dumps(r) + "\n")
+    scores = [json.loads(line) for line in run([pwab, "lm", "score", "--model", base, "--pairs", pairs]).splitlines()
+              if line.strip()]
+    return -sum(s["logprob"] for s in scores) / sum(s["tokens"] for s in scores), sum(s["tokens"] for s in scores)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--pwab", required=True)
+    ap.add_argument("--work", required=True)
+    ap.add_argument("--shape", choices=sorted(SHAPES), default="tiny")
+    ap.add_argument("--tasks", type=int, default=40)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--json")
+    a = ap.parse_args()
+    pwab, work = os.path.abspath(a.pwab), os.path.abspath(a.work)
+    os.makedirs(work, exist_ok=True)
+    threads = {"OMP_NUM_THREADS": str(a.threads), "MKL_NUM_THREADS": str(a.threads),
+               "OPENBLAS_NUM_THREADS": str(a.threads)}
+    os.environ.update(threads)
+
+    import torch
+    torch.set_num_threads(a.threads)
+    import tiny_models
+
+    data = os.path.join(work, "mini")
+    if not os.path.exists(os.path.join(data, ".pwab-rec")):
+        run([pwab, "data", "synth", "--out", data, "--scale", "mini", "--seed", "5"])
+        run([pwab, "rec", "train", data, "--epochs", "1", "--eval-every", "0"])
+    base = os.path.join(work, "base-" + a.shape)
+    if not os.path.exists(os.path.join(base, "model.safetensors")):
+        tiny_models.make_llama(base, seed=3, vocab_size=2000, exact_tokenizer=True, **SHAPES[a.shape])
+
+    # pwab: the whole sft step; its own train.json has the loop's seconds, steps, tokens and mean loss.
+    pipeline = os.path.join(work, f"pwab-{a.shape}-{a.tasks}")
+    if os.path.exists(pipeline):
+        run(["rm", "-rf", pipeline])
+    run([pwab, "puma", "sft", "--data", data, "--out", pipeline, "--base-model", base, "--embedder", "hashing",
+         "--train-limit", a.tasks, "--test-limit", 2, "--sft-epochs", 1, "--sft-batch", BATCH, "--sft-lr", LR,
+         "--max-length", MAX_LENGTH], env=dict(os.environ))
+    with open(os.path.join(pipeline, "sft", "train.json")) as f:
+        mine = json.load(f)
+    rows = the_rows(pipeline)
+
+    from datasets import Dataset
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from trl import SFTConfig, SFTTrainer
+
+    # pwab puts BOS before every prompt; the test tokenizer adds none unless asked.
+    tokenizer = AutoTokenizer.from_pretrained(base, add_bos_token=True)
+    model = AutoModelForCausalLM.from_pretrained(base, dtype=torch.float32)
+    check_rows = rows[:BATCH]
+    theirs_loss, theirs_tokens = untrained_loss_transformers(model, tokenizer, check_rows)
+    pwab_loss, pwab_tokens = untrained_loss_pwab(pwab, base, check_rows, work)
+
+    # pwab's warm-up is floor(ratio × optimizer steps) (src/puma/model.cpp); transformers 5 takes it in steps.
+    # SFTConfig's own defaults differ from TrainingArguments' in two ways that change what is computed, both set
+    # back here to what pwab does: bf16 autocast (fp32 here: on a CPU without bf16 units it is emulated, ~20×
+    # slower) and activation checkpointing (a second forward in every backward; pwab keeps activations).
+    warmup_steps = int(WARMUP * ((len(rows) + BATCH - 1) // BATCH))
+    args = SFTConfig(output_dir=os.path.join(work, "trl-out"), per_device_train_batch_size=BATCH,
+                     num_train_epochs=1, learning_rate=LR, lr_scheduler_type="linear", warmup_steps=warmup_steps,
+                     max_grad_norm=CLIP, weight_decay=0.0, adam_beta1=0.9, adam_beta2=0.999, adam_epsilon=1e-8,
+                     logging_steps=1, save_strategy="no", report_to=[], use_cpu=True, seed=1,
+                     max_length=MAX_LENGTH, packing=False, completion_only_loss=True, dataloader_num_workers=0,
+                     disable_tqdm=True, bf16=False, fp16=False, activation_checkpointing=False)
+    trainer = SFTTrainer(model=model, args=args, train_dataset=Dataset.from_list(rows), processing_class=tokenizer)
+    trainable = sum(p.numel() for p in trainer.model.parameters() if p.requires_grad)
+    start = time.perf_counter()
+    result = trainer.train()
+    trl_seconds = time.perf_counter() - start
+    losses = [e["loss"] for e in trainer.state.log_history if "loss" in e]
+
+    out = {
+        "shape": a.shape, "parameters": sum(p.numel() for p in model.parameters()), "trainable_trl": trainable,
+        "rows": len(rows), "threads": threads, "torch": torch.__version__,
+        "untrained_loss": {"pwab": pwab_loss, "transformers": theirs_loss,
+                           "completion_tokens": {"pwab": pwab_tokens, "transformers": theirs_tokens}},
+        "pwab": {"steps": mine["steps"], "seconds": mine["seconds"], "steps_per_s": mine["steps"] / mine["seconds"],
+                 "tokens": mine["tokens"], "mean_loss": mine["train_loss"], "truncated_rows": mine["truncated_rows"]},
+        "trl": {"bf16": args.bf16, "activation_checkpointing": args.activation_checkpointing,
+                "steps": result.global_step, "seconds": trl_seconds, "steps_per_s": result.global_step / trl_seconds,
+                "train_runtime": result.metrics.get("train_runtime"), "mean_loss": sum(losses) / len(losses)},
+    }
+    out["pwab_over_trl"] = out["pwab"]["steps_per_s"] / out["trl"]["steps_per_s"]
+    print(json.dumps(out, indent=1))
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump(out, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
