@@ -202,6 +202,16 @@ class AttentionImpl : public torch::nn::Module {
     if (cache) std::tie(k, v) = cache->append(layer, k, v);
     const int64_t total = k.size(2);
     const double scale = 1.0 / std::sqrt(static_cast<double>(head_));
+#if TORCH_VERSION_MAJOR >= 2
+    // PyTorch 2.x: its fused attention (one kernel forward and backward, the scores never stored whole), which is
+    // what transformers runs ("sdpa"); the key/value heads are shared by their query heads inside it (enable_gqa).
+    // 16-bit types keep the path below, whose rounding is HF's eager one.
+    if (q.scalar_type() == torch::kFloat32) {
+      auto out = at::scaled_dot_product_attention(q, k, v, blocked.view({rows, 1, n, total}), 0.0, false, scale,
+                                                  /*enable_gqa=*/groups > 1);
+      return o_proj->forward(out.transpose(1, 2).reshape({rows, n, heads_ * head_}));
+    }
+#endif
     // In float32 the queries are scaled before the product ([new, head] values instead of [new, total] scores, a
     // pass over the largest tensor saved in training); in 16-bit types the scores are, as HF does, so the rounding
     // is HF's.
