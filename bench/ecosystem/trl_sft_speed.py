@@ -17,7 +17,12 @@ token counts; and after training it prints both sides' mean loss. Threads are pi
 Run with the core environment's interpreter (docs/ecosystem.md):
 
   PYTHONPATH=test/ecosystem /opt/pwab/ecosystem/core/bin/python bench/ecosystem/trl_sft_speed.py \\
-      --pwab build/release/pwab --work /tmp/trl-sft [--shape tiny|100m] [--tasks 40] [--threads 2] [--json OUT]
+      --pwab build/release/pwab --work /tmp/trl-sft [--shape tiny|100m|1b] [--tasks 40] [--threads 2] [--json OUT]
+      [--preset tiny|paper] [--device cpu|cuda]
+
+--preset paper trains a LoRA as the paper preset does (both sides: PEFT's layout, r16, alpha 32, no dropout);
+--device cuda runs both on the GPU with bf16 weights (pwab --dtype bfloat16; transformers loads the model in
+bfloat16 and trains under bf16 autocast, PEFT keeping the adapter in float32 as pwab does).
 """
 
 import argparse
@@ -39,9 +44,20 @@ sys.path.insert(0, os.path.join(SOURCE, "test", "ecosystem"))
 SHAPES = {
     "tiny": dict(hidden=128, layers=4, heads=4, kv_heads=2, intermediate=344),
     "100m": dict(hidden=768, layers=14, heads=12, kv_heads=12, intermediate=2048),
+    # TinyLlama-1.1B's decoder (with the test vocabulary: 0.97 B parameters), for the GPU check (scripts/gpu-check.sh).
+    "1b": dict(hidden=2048, layers=22, heads=32, kv_heads=4, intermediate=5632),
 }
-# The tiny preset's SFT settings (src/puma/presets.cpp) that both sides use.
-LR, WARMUP, CLIP, BATCH, MAX_LENGTH, FUNCTION_WEIGHT = 3e-3, 0.05, 1.0, 8, 1024, 4
+# The presets' SFT settings (src/puma/presets.cpp) that both sides use: tiny (all weights) and paper (LoRA r16,
+# alpha 32, on the seven projections, with full copies of the embeddings, output layer and norms: PEFT's
+# modules_to_save; one row a micro-batch, 16 accumulated). function_weight: how often each function example
+# enters the SFT data (the presets' sft_weights).
+PRESETS = {
+    "tiny": dict(lr=3e-3, warmup=0.05, batch=8, accumulation=1, max_length=1024, lora=False, function_weight=4),
+    "paper": dict(lr=3e-4, warmup=0.1, batch=1, accumulation=16, max_length=1280, lora=True, function_weight=1),
+}
+LORA_TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
+LORA_SAVED = ["embed_tokens", "lm_head", "input_layernorm", "post_attention_layernorm", "norm"]
+CLIP = 1.0
 
 
 def run(cmd, env=None):
@@ -56,11 +72,11 @@ def read_jsonl(path):
         return [json.loads(line) for line in f if line.strip()]
 
 
-def the_rows(pipeline):
-    """pwab's SFT rows, as its sft step builds them from data/ (the tiny preset's integer weights)."""
+def the_rows(pipeline, function_weight=4):
+    """pwab's SFT rows, as its sft step builds them from data/ (the presets' integer weights)."""
     rows = []
     for e in read_jsonl(os.path.join(pipeline, "data", "function_train.jsonl")):
-        rows += [{"prompt": e["prompt"], "completion": e["target"]}] * FUNCTION_WEIGHT
+        rows += [{"prompt": e["prompt"], "completion": e["target"]}] * function_weight
     rows += [{"prompt": e["prompt"], "completion": e["target"]}
              for e in read_jsonl(os.path.join(pipeline, "data", "param_train.jsonl"))]
     return rows
@@ -101,7 +117,12 @@ def main():
     ap.add_argument("--tasks", type=int, default=40)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--json")
+    ap.add_argument("--preset", choices=sorted(PRESETS), default="tiny")
+    ap.add_argument("--device", default="cpu")
     a = ap.parse_args()
+    cfg = PRESETS[a.preset]
+    gpu = a.device.startswith("cuda")
+    LR, WARMUP, BATCH, MAX_LENGTH = cfg["lr"], cfg["warmup"], cfg["batch"], cfg["max_length"]
     pwab, work = os.path.abspath(a.pwab), os.path.abspath(a.work)
     os.makedirs(work, exist_ok=True)
     threads = {"OMP_NUM_THREADS": str(a.threads), "MKL_NUM_THREADS": str(a.threads),
@@ -121,15 +142,17 @@ def main():
         tiny_models.make_llama(base, seed=3, vocab_size=2000, exact_tokenizer=True, **SHAPES[a.shape])
 
     # pwab: the whole sft step; its own train.json has the loop's seconds, steps, tokens and mean loss.
-    pipeline = os.path.join(work, f"pwab-{a.shape}-{a.tasks}")
+    pipeline = os.path.join(work, f"pwab-{a.shape}-{a.preset}-{a.tasks}")
     if os.path.exists(pipeline):
         run(["rm", "-rf", pipeline])
     run([pwab, "puma", "sft", "--data", data, "--out", pipeline, "--base-model", base, "--embedder", "hashing",
-         "--train-limit", a.tasks, "--test-limit", 2, "--sft-epochs", 1, "--sft-batch", BATCH, "--sft-lr", LR,
+         "--preset", a.preset, "--accept-deviations", "--device", a.device,
+         "--dtype", "bfloat16" if gpu else "float32", "--train-limit", a.tasks, "--test-limit", 2,
+         "--sft-epochs", 1, "--sft-batch", BATCH, "--grad-accum", cfg["accumulation"], "--sft-lr", LR,
          "--max-length", MAX_LENGTH], env=dict(os.environ))
     with open(os.path.join(pipeline, "sft", "train.json")) as f:
         mine = json.load(f)
-    rows = the_rows(pipeline)
+    rows = the_rows(pipeline, cfg["function_weight"])
 
     from datasets import Dataset
     from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -138,30 +161,43 @@ def main():
     # pwab puts BOS before every prompt; the test tokenizer adds none unless asked.
     tokenizer = AutoTokenizer.from_pretrained(base, add_bos_token=True)
     model = AutoModelForCausalLM.from_pretrained(base, dtype=torch.float32)
-    check_rows = rows[:BATCH]
+    check_rows = rows[:8]
     theirs_loss, theirs_tokens = untrained_loss_transformers(model, tokenizer, check_rows)
     pwab_loss, pwab_tokens = untrained_loss_pwab(pwab, base, check_rows, work)
+    peft_config = None
+    if cfg["lora"]:
+        from peft import LoraConfig
+        peft_config = LoraConfig(r=16, lora_alpha=32, lora_dropout=0.0, target_modules=LORA_TARGETS,
+                                 modules_to_save=LORA_SAVED, task_type="CAUSAL_LM")
+    if gpu:
+        model = AutoModelForCausalLM.from_pretrained(base, dtype=torch.bfloat16).to(a.device)
 
     # pwab's warm-up is floor(ratio × optimizer steps) (src/puma/model.cpp); transformers 5 takes it in steps.
     # SFTConfig's own defaults differ from TrainingArguments' in two ways that change what is computed, both set
     # back here to what pwab does: bf16 autocast (fp32 here: on a CPU without bf16 units it is emulated, ~20×
     # slower) and activation checkpointing (a second forward in every backward; pwab keeps activations).
-    warmup_steps = int(WARMUP * ((len(rows) + BATCH - 1) // BATCH))
+    batches = (len(rows) + BATCH - 1) // BATCH
+    warmup_steps = int(WARMUP * ((batches + cfg["accumulation"] - 1) // cfg["accumulation"]))
     args = SFTConfig(output_dir=os.path.join(work, "trl-out"), per_device_train_batch_size=BATCH,
+                     gradient_accumulation_steps=cfg["accumulation"],
                      num_train_epochs=1, learning_rate=LR, lr_scheduler_type="linear", warmup_steps=warmup_steps,
                      max_grad_norm=CLIP, weight_decay=0.0, adam_beta1=0.9, adam_beta2=0.999, adam_epsilon=1e-8,
-                     logging_steps=1, save_strategy="no", report_to=[], use_cpu=True, seed=1,
+                     logging_steps=1, save_strategy="no", report_to=[], use_cpu=not gpu, seed=1,
                      max_length=MAX_LENGTH, packing=False, completion_only_loss=True, dataloader_num_workers=0,
-                     disable_tqdm=True, bf16=False, fp16=False, activation_checkpointing=False)
-    trainer = SFTTrainer(model=model, args=args, train_dataset=Dataset.from_list(rows), processing_class=tokenizer)
+                     disable_tqdm=True, bf16=gpu, fp16=False, activation_checkpointing=False)
+    trainer = SFTTrainer(model=model, args=args, train_dataset=Dataset.from_list(rows), processing_class=tokenizer,
+                         peft_config=peft_config)
     trainable = sum(p.numel() for p in trainer.model.parameters() if p.requires_grad)
     start = time.perf_counter()
     result = trainer.train()
     trl_seconds = time.perf_counter() - start
     losses = [e["loss"] for e in trainer.state.log_history if "loss" in e]
 
+    if gpu:
+        torch.cuda.synchronize()
     out = {
-        "shape": a.shape, "parameters": sum(p.numel() for p in model.parameters()), "trainable_trl": trainable,
+        "shape": a.shape, "preset": a.preset, "device": a.device, "lora": cfg["lora"],
+        "parameters": sum(p.numel() for p in model.parameters()), "trainable_trl": trainable,
         "rows": len(rows), "threads": threads, "torch": torch.__version__,
         "untrained_loss": {"pwab": pwab_loss, "transformers": theirs_loss,
                            "completion_tokens": {"pwab": pwab_tokens, "transformers": theirs_tokens}},

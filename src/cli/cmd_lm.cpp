@@ -34,6 +34,7 @@ struct LmArgs {
   int max_new_tokens = 64, beams = 1, samples = 1, top_k = 50, batch = 4;
   std::optional<double> temperature;
   uint64_t seed = 0;
+  bool stats = false;
 };
 
 // JSONL lines of objects, each with the given string fields.
@@ -72,7 +73,8 @@ void run_generate(const LmArgs& a) {
   std::vector<std::string> asked;  // each prompt `samples` times: independent draws
   for (const std::string& p : prompts)
     for (int i = 0; i < a.samples; ++i) asked.push_back(p);
-  auto out = models::torch_models().lm_generate(a.model, a.adapter, asked, g);
+  models::LmGenerateStats stats;
+  auto out = models::torch_models().lm_generate(a.model, a.adapter, asked, g, &stats);
   for (std::size_t p = 0; p < prompts.size(); ++p) {
     std::vector<std::string> texts;
     for (int i = 0; i < a.samples; ++i)
@@ -83,6 +85,19 @@ void run_generate(const LmArgs& a) {
     } else {
       std::cout << json{{"prompt", prompts[p]}, {"completions", texts}}.dump() << "\n";
     }
+  }
+  if (a.stats) {
+    // On stderr, so that stdout stays the continuations; generation seconds apart from loading the model.
+    const double per_s = stats.generate_seconds > 0 ? static_cast<double>(stats.generated_tokens) / stats.generate_seconds : 0;
+    std::cerr << json{{"prompts", asked.size()},
+                      {"batch", a.batch},
+                      {"prompt_tokens", stats.prompt_tokens},
+                      {"generated_tokens", stats.generated_tokens},
+                      {"load_seconds", stats.load_seconds},
+                      {"generate_seconds", stats.generate_seconds},
+                      {"generated_tokens_per_s", per_s}}
+                     .dump()
+              << std::endl;
   }
 }
 
@@ -221,6 +236,8 @@ void add_lm_commands(CLI::App& app) {
   add_shared_option(*gen, "--samples", ga->samples, "generate")->capture_default_str();
   add_shared_option(*gen, "--seed", ga->seed, "sampling")->capture_default_str();
   gen->add_option("--batch", ga->batch, "Prompts per forward batch")->capture_default_str();
+  gen->add_flag("--stats", ga->stats, "Print on stderr one JSON line: token counts, seconds loading the model and "
+                                      "generating, generated tokens/s");
   gen->callback([ga] { run_generate(*ga); });
 
   auto sa = std::make_shared<LmArgs>();

@@ -112,8 +112,17 @@ DistEnv dist_env_from_environment(const std::function<const char*(const char*)>&
     ranks_here = static_cast<int>((tasks + nodes - 1) / nodes);
   }
   env.threads = std::max(1, cores / std::max(1, ranks_here));
+  const char* local = env.launcher == "slurm" ? "SLURM_LOCALID" : "LOCAL_RANK";
+  env.local_rank = lookup(local) ? static_cast<int>(required_integer(lookup, local)) : env.rank % std::max(1, ranks_here);
+  if (env.local_rank < 0 || env.local_rank >= env.world)
+    throw UsageError(fmt::format("the launcher says local rank {} for {} processes", env.local_rank, env.world));
   if (auto cpus = integer(lookup("SLURM_CPUS_PER_TASK")); cpus && *cpus > 0) env.threads = static_cast<int>(*cpus);
   return env;
+}
+
+std::string device_for_rank(const std::string& device, const DistEnv& env) {
+  if (env.world > 1 && device == "cuda") return fmt::format("cuda:{}", env.local_rank);
+  return device;
 }
 
 struct ProcessGroup::Impl {

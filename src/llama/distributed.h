@@ -34,6 +34,9 @@ struct DistEnv {
   //! them: SLURM_CPUS_PER_TASK, else the host's cores over its ranks (LOCAL_WORLD_SIZE, Slurm's tasks per node, or
   //! the world when neither says). 0 for one process (its own default applies).
   int threads = 0;
+  //! This rank's place among the ranks on its host: LOCAL_RANK (torchrun), SLURM_LOCALID (srun), else the rank
+  //! modulo the ranks per host. A rank on "cuda" takes GPU local_rank (device_for_rank).
+  int local_rank = 0;
 };
 
 //! torchrun's variables when RANK and WORLD_SIZE are set, else Slurm's when SLURM_NTASKS > 1 under srun (the
@@ -41,6 +44,11 @@ struct DistEnv {
 //! SLURM_JOB_ID), else one process. `lookup` reads a variable (std::getenv by default; tests pass their own).
 //! Throws pwab::UsageError for values that do not make sense (a rank outside [0, world), a port out of range).
 DistEnv dist_env_from_environment(const std::function<const char*(const char*)>& lookup = {});
+
+//! The device a rank trains on: a bare "cuda" becomes "cuda:<local_rank>" when there are several ranks, so that
+//! the ranks on one host each take a GPU of their own (NCCL refuses two ranks on one device); any other device,
+//! or one process, is returned as given.
+std::string device_for_rank(const std::string& device, const DistEnv& env);
 
 //! The first host name of a Slurm node list: "vm" → "vm", "node[03-07,09]" → "node03", "a,b" → "a".
 std::string first_slurm_host(const std::string& nodelist);

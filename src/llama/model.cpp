@@ -193,25 +193,58 @@ class AttentionImpl : public torch::nn::Module {
   //! blocked: [rows, 1, 1, new, total] float32, the lowest float at the keys each query must not attend to (padding,
   //! the future) and 0 elsewhere. Added rather than masked in: an addition's backward passes the gradient through,
   //! where masked_fill's is one more pass over the largest tensor in training.
+  //! segments (packed rows, x [1, Σ lengths, hidden]; blocked undefined): each row attends causally to itself.
   torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
-                        const torch::Tensor& blocked, KvCache* cache, std::size_t layer) {
-    const int64_t rows = x.size(0), n = x.size(1), groups = heads_ / kv_heads_;
+                        const torch::Tensor& blocked, KvCache* cache, std::size_t layer,
+                        const std::vector<int64_t>* segments = nullptr) {
+    const int64_t rows = x.size(0), n = x.size(1);
     auto q = apply_rope(q_proj->forward(x).view({rows, n, heads_, head_}).transpose(1, 2), cos, sin);
     auto k = apply_rope(k_proj->forward(x).view({rows, n, kv_heads_, head_}).transpose(1, 2), cos, sin);
     auto v = v_proj->forward(x).view({rows, n, kv_heads_, head_}).transpose(1, 2);
     if (cache) std::tie(k, v) = cache->append(layer, k, v);
-    const int64_t total = k.size(2);
+    torch::Tensor out;  // [rows, heads, n, head]
+    if (segments) {
+      // Packed rows: the projections above ran on the real tokens only; attention runs row by row, each a causal
+      // block of its own (what the padded batch's mask allows), so no row reads another's keys.
+      std::vector<torch::Tensor> parts;
+      int64_t offset = 0;
+      for (int64_t length : *segments) {
+        parts.push_back(attend(q.narrow(2, offset, length), k.narrow(2, offset, length), v.narrow(2, offset, length),
+                               torch::Tensor()));
+        offset += length;
+      }
+      out = parts.size() == 1 ? parts[0] : torch::cat(parts, 2);
+    } else {
+      out = attend(q, k, v, blocked);
+    }
+    return o_proj->forward(out.transpose(1, 2).reshape({rows, n, heads_ * head_}));
+  }
+
+  Projection q_proj{nullptr}, k_proj{nullptr}, v_proj{nullptr}, o_proj{nullptr};
+
+ private:
+  //! q [rows, heads, n, head] against k, v [rows, kv_heads, total, head] → [rows, heads, n, head]. blocked as
+  //! forward()'s, or undefined for a causal block (n = total).
+  torch::Tensor attend(torch::Tensor q, const torch::Tensor& k, const torch::Tensor& v, torch::Tensor blocked) {
+    const int64_t rows = q.size(0), n = q.size(2), total = k.size(2), groups = heads_ / kv_heads_;
     const double scale = 1.0 / std::sqrt(static_cast<double>(head_));
 #if TORCH_VERSION_MAJOR >= 2
     // PyTorch 2.x: its fused attention (one kernel forward and backward, the scores never stored whole), which is
     // what transformers runs ("sdpa"); the key/value heads are shared by their query heads inside it (enable_gqa).
     // 16-bit types keep the path below, whose rounding is HF's eager one.
     if (q.scalar_type() == torch::kFloat32) {
-      auto out = at::scaled_dot_product_attention(q, k, v, blocked.view({rows, 1, n, total}), 0.0, false, scale,
-                                                  /*enable_gqa=*/groups > 1);
-      return o_proj->forward(out.transpose(1, 2).reshape({rows, n, heads_ * head_}));
+      if (!blocked.defined())
+        return at::scaled_dot_product_attention(q, k, v, {}, 0.0, /*is_causal=*/true, scale, /*enable_gqa=*/groups > 1);
+      return at::scaled_dot_product_attention(q, k, v, blocked.view({rows, 1, n, total}), 0.0, false, scale,
+                                              /*enable_gqa=*/groups > 1);
     }
 #endif
+    if (!blocked.defined())
+      blocked = torch::zeros({1, 1, 1, n, total}, torch::TensorOptions().dtype(torch::kFloat32).device(q.device()))
+                    .masked_fill_(torch::ones({n, total}, torch::TensorOptions().dtype(torch::kBool).device(q.device()))
+                                      .triu(1)
+                                      .view({1, 1, 1, n, total}),
+                                  std::numeric_limits<float>::lowest());
     // In float32 the queries are scaled before the product ([new, head] values instead of [new, total] scores, a
     // pass over the largest tensor saved in training); in 16-bit types the scores are, as HF does, so the rounding
     // is HF's.
@@ -224,13 +257,9 @@ class AttentionImpl : public torch::nn::Module {
     if (!scale_queries) scores = (scores / std::sqrt(static_cast<double>(head_))).to(torch::kFloat32);
     scores = scores + blocked;
     auto probs = torch::softmax(scores, -1).to(v.scalar_type());
-    auto out = torch::matmul(probs.view({rows, kv_heads_, groups * n, total}), v);
-    return o_proj->forward(out.view({rows, heads_, n, head_}).transpose(1, 2).reshape({rows, n, heads_ * head_}));
+    return torch::matmul(probs.view({rows, kv_heads_, groups * n, total}), v).view({rows, heads_, n, head_});
   }
 
-  Projection q_proj{nullptr}, k_proj{nullptr}, v_proj{nullptr}, o_proj{nullptr};
-
- private:
   int64_t heads_, kv_heads_, head_;
 };
 TORCH_MODULE(Attention);
@@ -260,8 +289,9 @@ class DecoderLayerImpl : public torch::nn::Module {
         register_module("post_attention_layernorm", RmsNorm(c.hidden_size, c.rms_norm_eps, o));
   }
   torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
-                        const torch::Tensor& blocked, KvCache* cache, std::size_t layer) {
-    auto h = x + self_attn->forward(input_layernorm->forward(x), cos, sin, blocked, cache, layer);
+                        const torch::Tensor& blocked, KvCache* cache, std::size_t layer,
+                        const std::vector<int64_t>* segments) {
+    auto h = x + self_attn->forward(input_layernorm->forward(x), cos, sin, blocked, cache, layer, segments);
     return h + mlp->forward(post_attention_layernorm->forward(h));
   }
   Attention self_attn{nullptr};
@@ -363,12 +393,39 @@ torch::Tensor LlamaModelImpl::hidden_states(const torch::Tensor& input_ids, cons
 }
 
 torch::Tensor LlamaModelImpl::run_layers(const torch::Tensor& ids, const torch::Tensor& positions,
-                                         const torch::Tensor& blocked, KvCache* cache) {
+                                         const torch::Tensor& blocked, KvCache* cache,
+                                         const std::vector<int64_t>* segments) {
   auto cos_sin = rotary_cos_sin(positions);
   auto cos = cos_sin[0], sin = cos_sin[1];
   auto x = embed_tokens_->forward(ids);
-  for (std::size_t i = 0; i < layer_list_.size(); ++i) x = layer_list_[i]->forward(x, cos, sin, blocked, cache, i);
+  for (std::size_t i = 0; i < layer_list_.size(); ++i)
+    x = layer_list_[i]->forward(x, cos, sin, blocked, cache, i, segments);
   return norm_->forward(x);
+}
+
+torch::Tensor LlamaModelImpl::packed_hidden_states(const torch::Tensor& ids, const std::vector<int64_t>& lengths) {
+  int64_t total = 0;
+  for (int64_t l : lengths) {
+    if (l < 1) throw UsageError("LLaMA packed forward: every row needs a token");
+    total += l;
+  }
+  if (ids.dim() != 2 || ids.size(0) != 1 || ids.size(1) != total)
+    throw UsageError("LLaMA packed forward: ids must be [1, " + std::to_string(total) + "] for rows of these lengths, got " +
+                     shape_string(ids.sizes()));
+  const auto dev = device();
+  auto on_device = ids.to(dev, torch::kInt64);
+  {
+    auto lo = on_device.min().item<int64_t>(), hi = on_device.max().item<int64_t>();
+    if (lo < 0 || hi >= config_.vocab_size)
+      throw UsageError("LLaMA forward: token id " + std::to_string(lo < 0 ? lo : hi) + " outside the vocabulary of " +
+                       std::to_string(config_.vocab_size));
+  }
+  std::vector<int64_t> positions;
+  positions.reserve(static_cast<std::size_t>(total));
+  for (int64_t l : lengths)
+    for (int64_t t = 0; t < l; ++t) positions.push_back(t);
+  auto pos = torch::tensor(positions, torch::kInt64).to(dev).view({1, total});
+  return run_layers(on_device, pos, torch::Tensor(), nullptr, &lengths);
 }
 
 std::pair<torch::Tensor, torch::Tensor> LlamaModelImpl::prefix_hidden_states(const torch::Tensor& prompt_ids,

@@ -163,6 +163,11 @@ class LlamaModelImpl : public torch::nn::Module {
                                                                const torch::Tensor& continuation_ids,
                                                                const torch::Tensor& continuation_mask,
                                                                const torch::Tensor& parent);
+  //! The final hidden states of rows packed end to end, without padding: `ids` [1, Σ lengths] int64, row r's tokens
+  //! after those of rows 0..r−1, each at positions 0..length−1 and attending to its own earlier tokens only. Returns
+  //! [1, Σ lengths, hidden], differentiable: the numbers of the rows padded into a batch, without the padding's
+  //! work (training's forward, llama/train.h; PUMA's rows differ in length by half on average).
+  torch::Tensor packed_hidden_states(const torch::Tensor& ids, const std::vector<int64_t>& lengths);
   //! hidden [.., hidden] → float32 logits [.., vocab].
   torch::Tensor logits(const torch::Tensor& hidden);
 
@@ -184,8 +189,9 @@ class LlamaModelImpl : public torch::nn::Module {
  private:
   torch::Tensor rotary_cos_sin(const torch::Tensor& positions) const;
   //! Embedding → decoder layers → final norm, for ids at `positions` with the additive mask `blocked`.
+  //! With `segments` (packed rows' lengths) instead of `blocked`: each segment attends causally within itself.
   torch::Tensor run_layers(const torch::Tensor& ids, const torch::Tensor& positions, const torch::Tensor& blocked,
-                           KvCache* cache);
+                           KvCache* cache, const std::vector<int64_t>* segments = nullptr);
   LlamaConfig config_;
   torch::Tensor inv_freq_;  // [head/2] float32, on the model's device
   std::shared_ptr<torch::nn::Module> backbone_;  // "model": embed_tokens, layers, norm

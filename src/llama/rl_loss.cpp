@@ -1,6 +1,7 @@
 // Packed rollout rows, their log-probabilities and the clipped surrogate with KL (rl_loss.h).
 #include "llama/rl_loss.h"
 
+#include <fmt/format.h>
 #include <torch/torch.h>
 
 #include "core/error.h"
@@ -95,6 +96,31 @@ RolloutLogprobs rollout_logprobs(LlamaModelImpl& model, const PackedRollouts& ba
     out.entropy = -(log_probs.exp() * log_probs).sum(-1);
   }
   return out;
+}
+
+torch::Tensor shared_prompt_logprobs(LlamaModelImpl& model, const std::vector<std::vector<int32_t>>& prompts,
+                                     const std::vector<std::vector<std::vector<int32_t>>>& answers, int64_t pad_id) {
+  if (prompts.size() != answers.size())
+    throw UsageError(fmt::format("shared_prompt_logprobs: {} prompts and {} answer lists", prompts.size(), answers.size()));
+  // Rollout groups whose sampling log-probabilities and advantages are unused here (zeros).
+  std::vector<RolloutGroup> groups(prompts.size());
+  std::vector<int64_t> answer_of_label;
+  int64_t answer = 0;
+  for (std::size_t i = 0; i < prompts.size(); ++i) {
+    groups[i].prompt = prompts[i];
+    groups[i].completions = answers[i];
+    for (const auto& a : answers[i]) {
+      groups[i].old_logprobs.emplace_back(a.size(), 0.0f);
+      groups[i].advantages.push_back(0.0);
+      answer_of_label.insert(answer_of_label.end(), a.size(), answer++);
+    }
+  }
+  std::vector<const RolloutGroup*> pointers;
+  for (const RolloutGroup& g : groups) pointers.push_back(&g);
+  const PackedRollouts packed = pack_rollouts(pointers, pad_id);
+  const torch::Tensor per_label = rollout_logprobs(model, packed).logprobs;
+  const auto index = torch::tensor(answer_of_label, torch::kInt64).to(per_label.device());
+  return torch::zeros({answer}, per_label.options()).index_add(0, index, per_label);
 }
 
 torch::Tensor k3_kl(const torch::Tensor& logprobs, const torch::Tensor& reference_logprobs) {

@@ -61,6 +61,15 @@ struct RolloutLogprobs {
 RolloutLogprobs rollout_logprobs(LlamaModelImpl& model, const PackedRollouts& batch, double temperature = 1.0,
                                  bool with_entropy = false);
 
+//! Σ log p(answer tokens | prompt) of each answer, every prompt computed once for all of its answers (a prefix
+//! batch, as rollouts): DPO's chosen and rejected responses share their prompt, so a pair costs one long prompt and
+//! two short answers instead of two whole rows. `answers[i]` (each at least one token, EOS included where the row
+//! has one) continue `prompts[i]` (BOS included). Returns [Σ answers] float32, answer after answer in order,
+//! differentiable unless called under NoGradGuard: what sequence_logprobs (llama/train.h) gives the separate
+//! prompt + answer rows with the loss mask on the answers.
+torch::Tensor shared_prompt_logprobs(LlamaModelImpl& model, const std::vector<std::vector<int32_t>>& prompts,
+                                     const std::vector<std::vector<std::vector<int32_t>>>& answers, int64_t pad_id);
+
 //! Schulman's k3 estimator of KL(policy ‖ reference) per sampled token: exp(ρ − π) − (ρ − π) − 1 for the policy's
 //! (π) and the reference's (ρ) log-probabilities of the token. Unbiased, never negative, 0 where they agree.
 torch::Tensor k3_kl(const torch::Tensor& logprobs, const torch::Tensor& reference_logprobs);

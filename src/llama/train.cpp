@@ -5,6 +5,7 @@
 #include <torch/torch.h>
 
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "core/error.h"
 #include "core/sys.h"
@@ -45,6 +46,44 @@ TokenBatch make_batch(const std::vector<SequencePair>& rows, int64_t pad_id, int
   return b;
 }
 
+namespace {
+
+//! A batch's rows end to end without their padding (LlamaModelImpl::packed_hidden_states): the ids [1, Σ lengths],
+//! each row's length, where its tokens start in the padded row and where they start in the packed one.
+struct PackedRows {
+  torch::Tensor ids;
+  std::vector<int64_t> lengths, starts, offsets;
+};
+
+//! Empty when a row's tokens are not one run (the mask has a hole) or a row has none: the padded forward takes those.
+std::optional<PackedRows> pack_rows(const TokenBatch& batch) {
+  auto mask = batch.attention_mask.to(torch::kCPU, torch::kInt64).contiguous();
+  auto ids = batch.input_ids.to(torch::kCPU, torch::kInt64).contiguous();
+  const int64_t rows = mask.size(0), length = mask.size(1);
+  const auto* m = mask.data_ptr<int64_t>();
+  const auto* id = ids.data_ptr<int64_t>();
+  PackedRows p;
+  std::vector<int64_t> flat;
+  for (int64_t r = 0; r < rows; ++r) {
+    int64_t first = -1, last = -1, count = 0;
+    for (int64_t t = 0; t < length; ++t)
+      if (m[r * length + t]) {
+        if (first < 0) first = t;
+        last = t;
+        ++count;
+      }
+    if (count == 0 || last - first + 1 != count) return std::nullopt;
+    p.offsets.push_back(static_cast<int64_t>(flat.size()));
+    p.starts.push_back(first);
+    p.lengths.push_back(count);
+    flat.insert(flat.end(), id + r * length + first, id + r * length + last + 1);
+  }
+  p.ids = torch::tensor(flat, torch::kInt64).view({1, static_cast<int64_t>(flat.size())});
+  return p;
+}
+
+}  // namespace
+
 LabelledPositions labelled_positions(LlamaModelImpl& model, const TokenBatch& batch) {
   const int64_t rows = batch.input_ids.size(0), length = batch.input_ids.size(1);
   const auto dev = model.device();
@@ -52,10 +91,33 @@ LabelledPositions labelled_positions(LlamaModelImpl& model, const TokenBatch& ba
   auto scored = batch.loss_mask.narrow(1, 1, length - 1).to(torch::kCPU).contiguous();
   auto where = scored.nonzero();  // [labels, 2]: row, t
   auto row = where.select(1, 0).contiguous(), pos = where.select(1, 1).contiguous();
-  auto flat = (row * length + pos).to(dev);
   auto tokens = batch.input_ids.to(torch::kCPU).index({row, pos + 1}).to(dev, torch::kInt64);
-  auto hidden = model.hidden_states(batch.input_ids, batch.attention_mask);
-  auto picked = hidden.reshape({rows * length, hidden.size(-1)}).index_select(0, flat);
+  // Packed (docs/llama.md, "Training"): the rows without their padding, the same numbers at the cost of the real
+  // tokens only. A scored position must be one of its row's tokens, as every label after a prompt's first token is.
+  std::optional<PackedRows> packed = rows > 1 ? pack_rows(batch) : std::nullopt;
+  torch::Tensor flat;
+  if (packed) {
+    std::vector<int64_t> at(static_cast<std::size_t>(row.size(0)));
+    const auto* r = row.data_ptr<int64_t>();
+    const auto* t = pos.data_ptr<int64_t>();
+    for (std::size_t i = 0; i < at.size(); ++i) {
+      const auto k = static_cast<std::size_t>(r[i]);
+      at[i] = packed->offsets[k] + t[i] - packed->starts[k];
+      if (t[i] < packed->starts[k]) {
+        packed.reset();
+        break;
+      }
+    }
+    if (packed) flat = torch::tensor(at, torch::kInt64).to(dev);
+  }
+  torch::Tensor picked;
+  if (packed) {
+    auto hidden = model.packed_hidden_states(packed->ids, packed->lengths);
+    picked = hidden[0].index_select(0, flat);
+  } else {
+    auto hidden = model.hidden_states(batch.input_ids, batch.attention_mask);
+    picked = hidden.reshape({rows * length, hidden.size(-1)}).index_select(0, (row * length + pos).to(dev));
+  }
   return {torch::log_softmax(model.logits(picked), -1), tokens, row.to(dev)};
 }
 

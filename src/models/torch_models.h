@@ -45,6 +45,13 @@ struct LocalChatModel {
   std::string description;
 };
 
+//! What one `pwab lm generate` call cost (its --stats): the model's loading apart from the generation itself, so
+//! that a benchmark can set the generation beside another library's `generate` (bench/ecosystem/generate_speed.py).
+struct LmGenerateStats {
+  double load_seconds = 0, generate_seconds = 0;
+  int64_t prompt_tokens = 0, generated_tokens = 0;
+};
+
 //! The plugin's entry points. The plugin is built from the same sources in the same build as `pwab`, so C++
 //! types cross the boundary as they are; `abi` and `size` catch a plugin left over from another build.
 struct TorchModels {
@@ -64,11 +71,13 @@ struct TorchModels {
   //! `name` (puma/model.h).
   LocalChatModel (*open_local_chat_model)(const std::filesystem::path& model_dir,
                                           const std::filesystem::path& adapter_dir, const std::string& name) = nullptr;
-  //! `pwab lm generate`: continuations of each prompt by the model (and adapter), PumaModel::generate.
+  //! `pwab lm generate`: continuations of each prompt by the model (and adapter), PumaModel::generate; `stats`,
+  //! when not null, gets the seconds and token counts.
   std::vector<std::vector<std::string>> (*lm_generate)(const std::filesystem::path& model_dir,
                                                        const std::filesystem::path& adapter_dir,
                                                        const std::vector<std::string>& prompts,
-                                                       const puma::GenerateConfig& config) = nullptr;
+                                                       const puma::GenerateConfig& config,
+                                                       LmGenerateStats* stats) = nullptr;
   //! `pwab lm score`: Σ log p(completion + EOS | prompt) of each pair and its token count.
   std::vector<std::pair<double, int64_t>> (*lm_score)(const std::filesystem::path& model_dir,
                                                       const std::filesystem::path& adapter_dir,
@@ -90,7 +99,7 @@ struct TorchModels {
 };
 
 //! Bumped whenever TorchModels, or a type that crosses it (llm::ChatRequest, llm::TokenTrace, ...), changes.
-inline constexpr int kTorchModelsAbi = 4;
+inline constexpr int kTorchModelsAbi = 5;
 //! The symbol the plugin exports: `const TorchModels* pwab_torch_models()`.
 inline constexpr const char* kTorchModelsSymbol = "pwab_torch_models";
 

@@ -143,6 +143,7 @@ struct TrainReport {
   int world = 1;                 //!< ranks that trained (tokens and tokens_per_s count all of them)
   double comm_seconds = 0;       //!< data-parallel: this rank's time in collectives
   int64_t bytes_all_reduced = 0; //!< data-parallel: gradient bytes this rank all-reduced
+  double reference_seconds = 0;  //!< DPO: computing the reference log-probabilities before the loop (0: cached)
 };
 
 struct GenerateConfig {

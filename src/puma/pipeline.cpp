@@ -124,12 +124,16 @@ PipelineReport run_pipeline(const PipelineContext& ctx, const PipelineOptions& o
                                    o.holdout, used));
   }
   PipelineReport report;
-  PipelineRun run(ctx, o, report);
-  // Started as several processes (torchrun, srun): join the group; rank 0 runs the pipeline, the others train.
+  // Started as several processes (torchrun, srun): each rank on a GPU of its own when the device is "cuda".
+  const llama::DistEnv env = llama::dist_env_from_environment();
+  PipelineOptions placed = o;
+  placed.model.device = llama::device_for_rank(o.model.device, env);
+  PipelineRun run(ctx, placed, report);
+  // Join the group; rank 0 runs the pipeline, the others train.
   std::unique_ptr<llama::ProcessGroup> group;
-  if (llama::DistEnv env = llama::dist_env_from_environment(); env.world > 1) {
+  if (env.world > 1) {
     const auto timeout = std::chrono::milliseconds(static_cast<int64_t>(o.dist_timeout_s * 1000));
-    group = std::make_unique<llama::ProcessGroup>(env, timeout, o.model.device);
+    group = std::make_unique<llama::ProcessGroup>(env, timeout, placed.model.device);
     run.group = run.sft_options.group = run.dpo_options.group = run.rl_options.group = group.get();
     report.rank = env.rank;
     report.world = env.world;

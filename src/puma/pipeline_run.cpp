@@ -102,6 +102,7 @@ json train_report_json(const TrainReport& r) {
     j["comm_seconds"] = r.comm_seconds;
     j["bytes_all_reduced"] = r.bytes_all_reduced;
   }
+  if (r.reference_seconds > 0) j["reference_seconds"] = r.reference_seconds;
   if (r.have_eval_preferences) {
     const PreferenceStats& p = r.eval_preferences;
     j["eval"] = {{"loss", p.loss},       {"margin", p.margin},           {"accuracy", p.accuracy},

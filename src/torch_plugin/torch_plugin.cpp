@@ -1,6 +1,7 @@
 // libpwab_torch.so: the entry points of torch_models.h over the libtorch areas (rec training, MiniLM, LLaMA/PUMA).
 // Linked with every static area it needs and with their symbols hidden (--exclude-libs), so it exports one
 // symbol and never binds to the copies of the same code inside `pwab`.
+#include <chrono>
 #include <cstdlib>
 #include <string>
 
@@ -47,8 +48,19 @@ LocalChatModel open_local_chat_model(const std::filesystem::path& dir, const std
 
 std::vector<std::vector<std::string>> lm_generate(const std::filesystem::path& dir, const std::filesystem::path& adapter,
                                                   const std::vector<std::string>& prompts,
-                                                  const puma::GenerateConfig& config) {
-  return puma::PumaModel::open(dir, adapter)->generate(prompts, config);
+                                                  const puma::GenerateConfig& config, LmGenerateStats* stats) {
+  using Clock = std::chrono::steady_clock;
+  const auto start = Clock::now();
+  auto model = puma::PumaModel::open(dir, adapter);
+  const auto loaded = Clock::now();
+  auto out = model->generate(prompts, config);
+  if (stats) {
+    stats->load_seconds = std::chrono::duration<double>(loaded - start).count();
+    stats->generate_seconds = std::chrono::duration<double>(Clock::now() - loaded).count();
+    stats->prompt_tokens = model->last_prompt_tokens();
+    stats->generated_tokens = model->last_generated_tokens();
+  }
+  return out;
 }
 
 std::vector<std::pair<double, int64_t>> lm_score(const std::filesystem::path& dir, const std::filesystem::path& adapter,

@@ -102,6 +102,41 @@ class TransformersModels(Logits):
             self.assertEqual(ids, [tok.bos_token_id] + tok(prompt, add_special_tokens=False)["input_ids"], prompt)
         self.assert_same_logits(load_hf(BASE), rows, "transformers base read by pwab")
 
+    def test_batched_generation_and_its_stats(self):
+        """`pwab lm generate --batch` over prompts of different lengths writes what transformers' generate writes
+        for the same batch (left-padded, greedy), and `--stats` counts the prompt and generated tokens
+        (bench/ecosystem/generate_speed.py times with it)."""
+        import subprocess
+        from transformers import AutoTokenizer
+        tok = AutoTokenizer.from_pretrained(BASE, padding_side="left")
+        scratch = tempfile.mkdtemp(dir=ROOT)
+        prompts = jsonl(os.path.join(scratch, "p.jsonl"), [{"prompt": p} for p in PROMPTS])
+        done = subprocess.run([binary(), "lm", "generate", "--model", BASE, "--prompts", prompts, "--batch", "3",
+                               "--max-new-tokens", "12", "--stats"], capture_output=True, text=True, timeout=600)
+        self.assertEqual(done.returncode, 0, done.stderr)
+        mine = [json.loads(line)["completions"][0] for line in done.stdout.splitlines()]
+        stats = json.loads(done.stderr.strip().splitlines()[-1])
+        ids = [[tok.bos_token_id] + tok(p, add_special_tokens=False)["input_ids"] for p in PROMPTS]
+        width = max(map(len, ids))
+        pad = tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id
+        batch = torch.tensor([[pad] * (width - len(i)) + i for i in ids])
+        mask = torch.tensor([[0] * (width - len(i)) + [1] * len(i) for i in ids])
+        with torch.no_grad():
+            out = load_hf(BASE).generate(input_ids=batch, attention_mask=mask, max_new_tokens=12, do_sample=False,
+                                         eos_token_id=tok.eos_token_id, pad_token_id=pad)
+        generated = 0
+        for row, text in zip(out[:, width:].tolist(), mine):
+            if tok.eos_token_id in row:
+                row = row[:row.index(tok.eos_token_id)]  # pwab counts the tokens written, EOS left out
+            generated += len(row)
+            self.assertEqual(text, tok.decode(row, skip_special_tokens=True))
+        self.assertEqual(stats["prompts"], len(PROMPTS))
+        self.assertEqual(stats["prompt_tokens"], sum(map(len, ids)))
+        self.assertEqual(stats["generated_tokens"], generated)
+        self.assertGreater(stats["generate_seconds"], 0)
+        self.assertGreater(stats["load_seconds"], 0)
+        self.assertAlmostEqual(stats["generated_tokens_per_s"], generated / stats["generate_seconds"], places=6)
+
     def test_pwab_trained_model_in_transformers(self):
         """A model pwab trained from scratch and saved (`pwab puma sft`, tiny preset: its own sentencepiece
         tokenizer, all weights trained) loads in transformers with pwab's logits."""

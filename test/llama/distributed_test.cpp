@@ -56,6 +56,19 @@ TEST(Distributed, LaunchersVariablesGiveRankWorldAndMaster) {
   EXPECT_THROW(env_of({{"RANK", "2"}, {"WORLD_SIZE", "2"}}), UsageError);
   EXPECT_THROW(env_of({{"RANK", "x"}, {"WORLD_SIZE", "2"}}), UsageError);
   EXPECT_THROW(env_of({{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"MASTER_PORT", "70000"}}), UsageError);
+  // Each rank on a host takes a GPU of its own for a bare "cuda": LOCAL_RANK, SLURM_LOCALID, else rank modulo host.
+  EXPECT_EQ(torchrun.local_rank, 1);
+  EXPECT_EQ(env_of({{"RANK", "5"}, {"WORLD_SIZE", "8"}, {"LOCAL_RANK", "1"}, {"LOCAL_WORLD_SIZE", "4"}}).local_rank, 1);
+  EXPECT_EQ(env_of({{"RANK", "5"}, {"WORLD_SIZE", "8"}, {"LOCAL_WORLD_SIZE", "4"}}).local_rank, 1);
+  EXPECT_EQ(env_of({{"SLURM_PROCID", "3"}, {"SLURM_NTASKS", "8"}, {"SLURM_STEP_ID", "0"}, {"SLURM_LOCALID", "0"},
+                    {"SLURM_JOB_NODELIST", "vm"}})
+                .local_rank,
+            0);
+  EXPECT_THROW(env_of({{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"LOCAL_RANK", "-1"}}), UsageError);
+  EXPECT_EQ(device_for_rank("cuda", torchrun), "cuda:1");
+  EXPECT_EQ(device_for_rank("cuda:3", torchrun), "cuda:3");  // the user's own choice stays
+  EXPECT_EQ(device_for_rank("cpu", torchrun), "cpu");
+  EXPECT_EQ(device_for_rank("cuda", one), "cuda");
   EXPECT_EQ(first_slurm_host("vm"), "vm");
   EXPECT_EQ(first_slurm_host("node[03-07,09],login1"), "node03");
   EXPECT_EQ(first_slurm_host("a,b"), "a");

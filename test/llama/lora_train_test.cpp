@@ -243,6 +243,51 @@ TEST(Train, BatchesMaskPromptAndPadding) {
   EXPECT_THROW(make_batch({}, 0), UsageError);
 }
 
+// Training's forward packs a batch's rows end to end without padding (LlamaModelImpl::packed_hidden_states): the
+// hidden states, losses and gradients are those of the padded batch, row for row.
+TEST(Train, PackedRowsGiveThePaddedBatchesNumbersAndGradients) {
+  auto model = load_fixture();
+  std::vector<SequencePair> rows{{{1, 17, 42, 9, 9, 30}, {5, 63, 2}}, {{1, 3}, {3, 2}}, {{1, 8, 9, 10}, {11, 12, 2}}};
+  auto batch = make_batch(rows, 0);
+  std::vector<int64_t> lengths;
+  std::vector<int64_t> flat;
+  for (const auto& r : rows) {
+    lengths.push_back(static_cast<int64_t>(r.prompt.size() + r.target.size()));
+    flat.insert(flat.end(), r.prompt.begin(), r.prompt.end());
+    flat.insert(flat.end(), r.target.begin(), r.target.end());
+  }
+  {
+    torch::NoGradGuard no_grad;
+    auto packed = model->packed_hidden_states(torch::tensor(flat).view({1, -1}), lengths)[0];
+    auto padded = model->hidden_states(batch.input_ids, batch.attention_mask);
+    int64_t offset = 0;
+    for (std::size_t r = 0; r < rows.size(); ++r) {
+      EXPECT_LT(testing::max_diff(packed.narrow(0, offset, lengths[r]), padded[int64_t(r)].narrow(0, 0, lengths[r])), 1e-5)
+          << r;
+      offset += lengths[r];
+    }
+    EXPECT_THROW(model->packed_hidden_states(torch::tensor(flat).view({1, -1}), {lengths[0], lengths[1]}), UsageError);
+    EXPECT_THROW(model->packed_hidden_states(torch::tensor(flat).view({1, -1}), {int64_t(flat.size()), 0}), UsageError);
+  }
+  // the loss of the batch (packed) against each row alone (one row: nothing to pack), gradients included
+  set_base_trainable(*model, true);
+  auto packed_lp = sequence_logprobs(*model, batch);
+  packed_lp.sum().backward();
+  std::vector<torch::Tensor> packed_grads;
+  for (auto& w : model->parameters()) packed_grads.push_back(w.grad().clone()), w.mutable_grad().zero_();
+  for (std::size_t r = 0; r < rows.size(); ++r) {
+    auto alone = sequence_logprobs(*model, make_batch({rows[r]}, 0));
+    EXPECT_NEAR(alone.item<double>(), packed_lp[int64_t(r)].item<double>(), 1e-4) << r;
+    alone.sum().backward();
+  }
+  std::size_t i = 0;
+  for (auto& w : model->parameters()) {
+    const double scale = std::max(1e-6, w.grad().abs().max().item<double>());
+    EXPECT_LT(testing::max_diff(w.grad(), packed_grads[i++]) / scale, 1e-5) << scale;
+  }
+  set_base_trainable(*model, false);
+}
+
 TEST(Train, SequenceLogprobsSumTargetTokensOnly) {
   auto model = load_fixture();
   std::vector<SequencePair> rows{{{1, 17, 42}, {5, 63, 2}}, {{1, 3}, {3, 3, 50, 9, 2}}, {{7, 8, 9, 10}, {11}}};

@@ -167,5 +167,34 @@ TEST(RlLoss, PrefixBatchesGiveTheLogprobsAndGradientsOfSeparateRows) {
   EXPECT_THROW(pack_rollouts({&mismatched}, 0), UsageError);
 }
 
+// DPO's pairs (llama/rl_loss.h shared_prompt_logprobs): the chosen and rejected answers read their prompt computed
+// once, and give the sequence log-probabilities and gradients of the separate rows (sequence_logprobs).
+TEST(RlLoss, SharedPromptLogprobsAreThoseOfSeparateRows) {
+  auto model = load_fixture();
+  const std::vector<std::vector<int32_t>> prompts{{1, 5, 9, 4, 7}, {1, 3}};
+  const std::vector<std::vector<std::vector<int32_t>>> answers{{{7, 3, 2}, {8, 2}}, {{9}, {9, 9, 9, 2}}};
+  set_base_trainable(*model, true);
+  auto shared = shared_prompt_logprobs(*model, prompts, answers, /*pad_id=*/0);
+  ASSERT_EQ(shared.sizes(), (std::vector<int64_t>{4}));
+  auto weights = torch::tensor({1.0f, -2.0f, 3.0f, 0.5f});  // as DPO's loss, each answer weighs differently
+  (shared * weights).sum().backward();
+  std::vector<torch::Tensor> shared_grads;
+  for (auto& w : model->parameters()) shared_grads.push_back(w.grad().clone()), w.mutable_grad().zero_();
+  std::vector<SequencePair> rows;
+  for (std::size_t i = 0; i < prompts.size(); ++i)
+    for (const auto& a : answers[i]) rows.push_back({prompts[i], a});
+  auto separate = sequence_logprobs(*model, make_batch(rows, 0));
+  EXPECT_LT(testing::max_diff(shared.detach(), separate.detach()), 1e-5);
+  (separate * weights).sum().backward();
+  std::size_t i = 0;
+  for (auto& w : model->parameters()) {
+    const double scale = std::max(1e-6, w.grad().abs().max().item<double>());
+    EXPECT_LT(testing::max_diff(w.grad(), shared_grads[i++]) / scale, 1e-5) << scale;
+  }
+  set_base_trainable(*model, false);
+  EXPECT_THROW(shared_prompt_logprobs(*model, prompts, {answers[0]}, 0), UsageError);
+  EXPECT_THROW(shared_prompt_logprobs(*model, {{1}}, {{{}}}, 0), UsageError);  // an answer without tokens
+}
+
 }  // namespace
 }  // namespace pwab::llama
