@@ -16,7 +16,6 @@ Run with the core environment's interpreter (docs/ecosystem.md):
       [--threads 2] [--json OUT]
 """
 
-import argparse
 import json
 import os
 import statistics
@@ -24,11 +23,8 @@ import subprocess
 import sys
 import time
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(HERE)), "test", "ecosystem"))
-sys.path.insert(0, HERE)
-from trl_sft_speed import SHAPES, read_jsonl, run  # noqa: E402  the same shapes and helpers as the SFT bench
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from side_by_side import SHAPES, Setup, options, read_jsonl, run  # noqa: E402
 
 BATCHES = {1: 8, 32: 32}  # batch → how many prompts are generated at it
 
@@ -57,41 +53,23 @@ def transformers_generate(model, tokenizer, prompts, batch, new_tokens):
             out = model.generate(**enc, max_new_tokens=new_tokens, do_sample=False, num_beams=1,
                                  pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id)
             for row in out[:, enc["input_ids"].shape[1]:].tolist():
-                if tokenizer.eos_token_id in row:
-                    row = row[:row.index(tokenizer.eos_token_id) + 1]
+                if tokenizer.eos_token_id in row:  # counted as pwab counts: the tokens written, EOS left out
+                    row = row[:row.index(tokenizer.eos_token_id)]
                 generated += len(row)
                 texts.append(tokenizer.decode(row, skip_special_tokens=True))
     return texts, generated, time.perf_counter() - start
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--pwab", required=True)
-    ap.add_argument("--work", required=True)
+    ap = options(__doc__)
     ap.add_argument("--shape", choices=sorted(SHAPES), default="tiny")
     ap.add_argument("--new-tokens", type=int, default=64)
     ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--json")
-    a = ap.parse_args()
-    pwab, work = os.path.abspath(a.pwab), os.path.abspath(a.work)
-    os.makedirs(work, exist_ok=True)
-    threads = {"OMP_NUM_THREADS": str(a.threads), "MKL_NUM_THREADS": str(a.threads),
-               "OPENBLAS_NUM_THREADS": str(a.threads)}
-    os.environ.update(threads)
-
+    setup = Setup(ap)
+    a, pwab, work = setup.args, setup.pwab, setup.work
     import torch
-    torch.set_num_threads(a.threads)
-    import tiny_models
     from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    data = os.path.join(work, "mini")
-    if not os.path.exists(os.path.join(data, ".pwab-rec")):
-        run([pwab, "data", "synth", "--out", data, "--scale", "mini", "--seed", "5"])
-        run([pwab, "rec", "train", data, "--epochs", "1", "--eval-every", "0"])
-    base = os.path.join(work, "base-" + a.shape)
-    if not os.path.exists(os.path.join(base, "model.safetensors")):
-        tiny_models.make_llama(base, seed=3, vocab_size=2000, exact_tokenizer=True, **SHAPES[a.shape])
+    data, base = setup.mini_dataset(), setup.base_model(a.shape)
     prepared = os.path.join(work, "prepared-" + a.shape)
     if not os.path.exists(os.path.join(prepared, "data", "function_train.jsonl")):
         run([pwab, "puma", "prepare", "--data", data, "--out", prepared, "--base-model", base, "--embedder", "hashing",
@@ -107,7 +85,7 @@ def main():
     transformers_generate(model, tokenizer, prompts[:2], 2, 4)  # warm-up: first-call costs left out
 
     out = {"shape": a.shape, "parameters": sum(p.numel() for p in model.parameters()), "new_tokens": a.new_tokens,
-           "threads": threads, "torch": torch.__version__, "batches": {}}
+           "torch": torch.__version__, "batches": {}}
     for batch, count in BATCHES.items():
         asked = prompts[:count]
         mine, theirs = [], []
@@ -127,10 +105,7 @@ def main():
         print(f"batch {batch}: pwab {row['pwab_tokens_per_s']:.1f} tokens/s, transformers "
               f"{row['transformers_tokens_per_s']:.1f}: {row['pwab_over_transformers']:.2f}x "
               f"(same continuations {row['same_continuations']})", file=sys.stderr)
-    print(json.dumps(out, indent=1))
-    if a.json:
-        with open(a.json, "w") as f:
-            json.dump(out, f, indent=1)
+    setup.report(out)
 
 
 if __name__ == "__main__":

@@ -23,19 +23,13 @@ Run with the core environment's interpreter (docs/ecosystem.md):
       --pwab build/pytorch/pwab --work /tmp/trl-dpo [--tasks 120] [--threads 2] [--json OUT]
 """
 
-import argparse
 import json
 import os
 import sys
 import time
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("WANDB_MODE", "disabled")
-os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(HERE)), "test", "ecosystem"))
-sys.path.insert(0, HERE)
-from trl_sft_speed import SHAPES, read_jsonl, run  # noqa: E402  the same shapes and helpers as the SFT bench
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from side_by_side import Setup, options, read_jsonl, run  # noqa: E402
 
 # The tiny preset's DPO settings (src/puma/presets.cpp) that both sides use.
 # MAX_LENGTH: long enough that no row is cut on either side (pwab keeps the end of a cut prompt, TRL its start).
@@ -53,7 +47,7 @@ def sequence_logprob(model, tokenizer, prompt, answer):
     return picked.sum().item()
 
 
-def trl_dpo(sft_model, tokenizer, pairs, work, precompute, threads):
+def trl_dpo(sft_model, tokenizer, pairs, work, precompute):
     import torch
     from datasets import Dataset
     from transformers import AutoModelForCausalLM
@@ -82,35 +76,17 @@ def trl_dpo(sft_model, tokenizer, pairs, work, precompute, threads):
             "activation_checkpointing": args.activation_checkpointing, "trainable": trainable,
             "steps": result.global_step, "seconds": seconds, "steps_per_s": result.global_step / seconds,
             "first_loss": logged[0]["loss"], "mean_loss": sum(e["loss"] for e in logged) / len(logged),
-            "mean_accuracy": sum(accuracy) / len(accuracy) if accuracy else None, "threads": threads}
+            "mean_accuracy": sum(accuracy) / len(accuracy) if accuracy else None}
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--pwab", required=True)
-    ap.add_argument("--work", required=True)
+    ap = options(__doc__)
     ap.add_argument("--tasks", type=int, default=120)
-    ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--json")
-    a = ap.parse_args()
-    pwab, work = os.path.abspath(a.pwab), os.path.abspath(a.work)
-    os.makedirs(work, exist_ok=True)
-    threads = {"OMP_NUM_THREADS": str(a.threads), "MKL_NUM_THREADS": str(a.threads),
-               "OPENBLAS_NUM_THREADS": str(a.threads)}
-    os.environ.update(threads)
-
+    setup = Setup(ap)
+    a, pwab, work = setup.args, setup.pwab, setup.work
     import torch
-    torch.set_num_threads(a.threads)
-    import tiny_models
     from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    data = os.path.join(work, "mini")
-    if not os.path.exists(os.path.join(data, ".pwab-rec")):
-        run([pwab, "data", "synth", "--out", data, "--scale", "mini", "--seed", "5"])
-        run([pwab, "rec", "train", data, "--epochs", "1", "--eval-every", "0"])
-    base = os.path.join(work, "base-tiny")
-    if not os.path.exists(os.path.join(base, "model.safetensors")):
-        tiny_models.make_llama(base, seed=3, vocab_size=2000, exact_tokenizer=True, **SHAPES["tiny"])
+    data, base = setup.mini_dataset(), setup.base_model("tiny")
 
     # pwab: the pipeline up to DPO. SFT, sampling and scoring are left in place between runs; the dpo step is run
     # afresh each time (its marker, work folder and model removed), so its reference pass is computed, not read.
@@ -139,9 +115,9 @@ def main():
                             "transformers": sequence_logprob(model, tokenizer, p["prompt"], p[side])})
     worst = max(abs(c["pwab"] - c["transformers"]) for c in checked)
 
-    trl = [trl_dpo(sft_model, tokenizer, pairs, work, precompute, threads) for precompute in (False, True)]
+    trl = [trl_dpo(sft_model, tokenizer, pairs, work, precompute) for precompute in (False, True)]
     pwab_seconds = mine["seconds"] + mine.get("reference_seconds", 0.0)
-    out = {"pairs": len(pairs), "parameters": sum(p.numel() for p in model.parameters()), "threads": threads,
+    out = {"pairs": len(pairs), "parameters": sum(p.numel() for p in model.parameters()),
            "torch": torch.__version__, "reference_logprobs": checked, "reference_largest_difference": worst,
            "pwab": {"steps": mine["steps"], "loop_seconds": mine["seconds"],
                     "reference_seconds": mine.get("reference_seconds", 0.0), "seconds": pwab_seconds,
@@ -150,11 +126,7 @@ def main():
            "trl": trl}
     for t in trl:
         t["pwab_over_trl"] = out["pwab"]["steps_per_s"] / t["steps_per_s"]
-    print(json.dumps(out, indent=1))
-    if a.json:
-        with open(a.json, "w") as f:
-            json.dump(out, f, indent=1)
-
+    setup.report(out)
 
 if __name__ == "__main__":
     main()

@@ -26,20 +26,14 @@ Run with the core environment's interpreter (docs/ecosystem.md):
       --pwab build/pytorch/pwab --work /tmp/trl-grpo [--tasks 48] [--iterations 3] [--threads 2] [--json OUT]
 """
 
-import argparse
 import json
 import os
 import statistics
 import sys
 import time
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("WANDB_MODE", "disabled")
-os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
-HERE = os.path.dirname(os.path.abspath(__file__))
-SOURCE = os.path.dirname(os.path.dirname(HERE))
-sys.path[:0] = [os.path.join(SOURCE, "python"), os.path.join(SOURCE, "test", "ecosystem"), HERE]
-from trl_sft_speed import SHAPES, read_jsonl, run  # noqa: E402  the same shapes and helpers as the SFT bench
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from side_by_side import Setup, options, read_jsonl, run  # noqa: E402
 
 # The tiny preset's RL settings (src/puma/presets.cpp) that both sides use.
 B, G, LR, KL, CLIP, NEW_TOKENS, TEMPERATURE = 16, 4, 2e-4, 0.05, 0.2, 48, 1.0
@@ -48,31 +42,13 @@ FUNCTION = {"search": "search_product_by_query", "recommend": "get_recommendatio
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--pwab", required=True)
-    ap.add_argument("--work", required=True)
+    ap = options(__doc__)
     ap.add_argument("--tasks", type=int, default=48)
     ap.add_argument("--iterations", type=int, default=3)
-    ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--json")
-    a = ap.parse_args()
-    pwab_bin, work = os.path.abspath(a.pwab), os.path.abspath(a.work)
-    os.makedirs(work, exist_ok=True)
-    threads = {"OMP_NUM_THREADS": str(a.threads), "MKL_NUM_THREADS": str(a.threads),
-               "OPENBLAS_NUM_THREADS": str(a.threads)}
-    os.environ.update(threads)
-
+    setup = Setup(ap)
+    a, pwab_bin, work = setup.args, setup.pwab, setup.work
     import torch
-    torch.set_num_threads(a.threads)
-    import tiny_models
-
-    data = os.path.join(work, "mini")
-    if not os.path.exists(os.path.join(data, ".pwab-rec")):
-        run([pwab_bin, "data", "synth", "--out", data, "--scale", "mini", "--seed", "5"])
-        run([pwab_bin, "rec", "train", data, "--epochs", "1", "--eval-every", "0"])
-    base = os.path.join(work, "base-tiny")
-    if not os.path.exists(os.path.join(base, "model.safetensors")):
-        tiny_models.make_llama(base, seed=3, vocab_size=2000, exact_tokenizer=True, **SHAPES["tiny"])
+    data, base = setup.mini_dataset(), setup.base_model("tiny")
 
     # pwab: the pipeline up to RL; SFT is kept between runs, the rl step is run afresh.
     pipeline = os.path.join(work, f"pwab-{a.tasks}")
@@ -140,7 +116,7 @@ def main():
         logged = [e for e in trainer.state.log_history if "reward" in e]
         trl_step = statistics.median(step_seconds[1:]) if len(step_seconds) > 1 else step_seconds[0]
         out = {
-            "B": B, "G": G, "new_tokens": NEW_TOKENS, "threads": threads, "torch": torch.__version__,
+            "B": B, "G": G, "new_tokens": NEW_TOKENS, "torch": torch.__version__,
             "reward_check": {"targets_scored": [t["reward"] for t in truth]},
             "pwab": {"iterations": mine["iterations"], "seconds_per_iteration": pwab_iteration,
                      "sample_seconds": mine["sample_seconds"] / mine["iterations"],
@@ -153,10 +129,7 @@ def main():
                                                               if "completions/mean_length" in e) if logged else None},
         }
         out["pwab_over_trl"] = trl_step / pwab_iteration
-        print(json.dumps(out, indent=1))
-        if a.json:
-            with open(a.json, "w") as f:
-                json.dump(out, f, indent=1)
+        setup.report(out)
     finally:
         server.stop()
 

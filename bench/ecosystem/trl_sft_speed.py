@@ -25,28 +25,14 @@ Run with the core environment's interpreter (docs/ecosystem.md):
 bfloat16 and trains under bf16 autocast, PEFT keeping the adapter in float32 as pwab does).
 """
 
-import argparse
 import json
 import os
-import subprocess
 import sys
 import time
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("WANDB_MODE", "disabled")
-os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
-HERE = os.path.dirname(os.path.abspath(__file__))
-SOURCE = os.path.dirname(os.path.dirname(HERE))
-sys.path.insert(0, os.path.join(SOURCE, "test", "ecosystem"))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from side_by_side import SHAPES, Setup, options, read_jsonl, run  # noqa: E402
 
-# The model shapes: the tiny preset's decoder (hidden 128, 4 layers, 4 query / 2 key-value heads, SwiGLU 344), and
-# one of about 100 M parameters. The vocabulary is the test tokenizer's (a few hundred pieces).
-SHAPES = {
-    "tiny": dict(hidden=128, layers=4, heads=4, kv_heads=2, intermediate=344),
-    "100m": dict(hidden=768, layers=14, heads=12, kv_heads=12, intermediate=2048),
-    # TinyLlama-1.1B's decoder (with the test vocabulary: 0.97 B parameters), for the GPU check (scripts/gpu-check.sh).
-    "1b": dict(hidden=2048, layers=22, heads=32, kv_heads=4, intermediate=5632),
-}
 # The presets' SFT settings (src/puma/presets.cpp) that both sides use: tiny (all weights) and paper (LoRA r16,
 # alpha 32, on the seven projections, with full copies of the embeddings, output layer and norms: PEFT's
 # modules_to_save; one row a micro-batch, 16 accumulated). function_weight: how often each function example
@@ -58,18 +44,6 @@ PRESETS = {
 LORA_TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
 LORA_SAVED = ["embed_tokens", "lm_head", "input_layernorm", "post_attention_layernorm", "norm"]
 CLIP = 1.0
-
-
-def run(cmd, env=None):
-    done = subprocess.run([str(c) for c in cmd], capture_output=True, text=True, env=env)
-    if done.returncode != 0:
-        raise SystemExit(f"{' '.join(map(str, cmd))} failed ({done.returncode}):\n{done.stderr[-3000:]}")
-    return done.stdout
-
-
-def read_jsonl(path):
-    with open(path) as f:
-        return [json.loads(line) for line in f if line.strip()]
 
 
 def the_rows(pipeline, function_weight=4):
@@ -110,36 +84,18 @@ def untrained_loss_pwab(pwab, base, rows, work):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--pwab", required=True)
-    ap.add_argument("--work", required=True)
+    ap = options(__doc__)
     ap.add_argument("--shape", choices=sorted(SHAPES), default="tiny")
     ap.add_argument("--tasks", type=int, default=40)
-    ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--json")
     ap.add_argument("--preset", choices=sorted(PRESETS), default="tiny")
     ap.add_argument("--device", default="cpu")
-    a = ap.parse_args()
+    setup = Setup(ap)
+    a, pwab, work = setup.args, setup.pwab, setup.work
     cfg = PRESETS[a.preset]
     gpu = a.device.startswith("cuda")
     LR, WARMUP, BATCH, MAX_LENGTH = cfg["lr"], cfg["warmup"], cfg["batch"], cfg["max_length"]
-    pwab, work = os.path.abspath(a.pwab), os.path.abspath(a.work)
-    os.makedirs(work, exist_ok=True)
-    threads = {"OMP_NUM_THREADS": str(a.threads), "MKL_NUM_THREADS": str(a.threads),
-               "OPENBLAS_NUM_THREADS": str(a.threads)}
-    os.environ.update(threads)
-
     import torch
-    torch.set_num_threads(a.threads)
-    import tiny_models
-
-    data = os.path.join(work, "mini")
-    if not os.path.exists(os.path.join(data, ".pwab-rec")):
-        run([pwab, "data", "synth", "--out", data, "--scale", "mini", "--seed", "5"])
-        run([pwab, "rec", "train", data, "--epochs", "1", "--eval-every", "0"])
-    base = os.path.join(work, "base-" + a.shape)
-    if not os.path.exists(os.path.join(base, "model.safetensors")):
-        tiny_models.make_llama(base, seed=3, vocab_size=2000, exact_tokenizer=True, **SHAPES[a.shape])
+    data, base = setup.mini_dataset(), setup.base_model(a.shape)
 
     # pwab: the whole sft step; its own train.json has the loop's seconds, steps, tokens and mean loss.
     pipeline = os.path.join(work, f"pwab-{a.shape}-{a.preset}-{a.tasks}")
@@ -198,7 +154,7 @@ def main():
     out = {
         "shape": a.shape, "preset": a.preset, "device": a.device, "lora": cfg["lora"],
         "parameters": sum(p.numel() for p in model.parameters()), "trainable_trl": trainable,
-        "rows": len(rows), "threads": threads, "torch": torch.__version__,
+        "rows": len(rows), "torch": torch.__version__,
         "untrained_loss": {"pwab": pwab_loss, "transformers": theirs_loss,
                            "completion_tokens": {"pwab": pwab_tokens, "transformers": theirs_tokens}},
         "pwab": {"steps": mine["steps"], "seconds": mine["seconds"], "steps_per_s": mine["steps"] / mine["seconds"],
@@ -208,11 +164,7 @@ def main():
                 "train_runtime": result.metrics.get("train_runtime"), "mean_loss": sum(losses) / len(losses)},
     }
     out["pwab_over_trl"] = out["pwab"]["steps_per_s"] / out["trl"]["steps_per_s"]
-    print(json.dumps(out, indent=1))
-    if a.json:
-        with open(a.json, "w") as f:
-            json.dump(out, f, indent=1)
-
+    setup.report(out)
 
 if __name__ == "__main__":
     main()
