@@ -9,11 +9,17 @@ loading not: pwab's from `pwab lm generate --stats`, transformers' from timing `
 warm-up call. Before timing it checks that both wrote the same continuations (greedy on the same weights) and
 counts the tokens each generated. Threads are pinned the same on both sides and printed with the figures.
 
+With --llamacpp, llama.cpp runs beside them in the same run (the opt-in llamacpp environment, which compiles
+llama.cpp at install: scripts/ecosystem/install.sh llamacpp): the same weights converted to GGUF at float32 and at
+float16 (bench/ecosystem/llamacpp_worker.py), the same token ids, greedy with llama.cpp's KV cache, one sequence
+id per prompt in one llama_batch at batch 32, with the same threads; its continuations are checked against pwab's
+too. Its figure is timed as pwab's: generation only, loading and context creation left out.
+
 Run with the core environment's interpreter (docs/ecosystem.md):
 
   PYTHONPATH=test/ecosystem /opt/pwab/ecosystem/core/bin/python bench/ecosystem/generate_speed.py \\
       --pwab build/pytorch/pwab --work /tmp/gen-speed [--shape tiny|100m] [--new-tokens 64] [--repeat 3]
-      [--threads 2] [--json OUT]
+      [--threads 2] [--json OUT] [--llamacpp]
 """
 
 import json
@@ -24,7 +30,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from side_by_side import SHAPES, Setup, options, read_jsonl, run  # noqa: E402
+from side_by_side import SHAPES, SOURCE, Setup, options, read_jsonl, run  # noqa: E402
 
 BATCHES = {1: 8, 32: 32}  # batch → how many prompts are generated at it
 
@@ -60,11 +66,38 @@ def transformers_generate(model, tokenizer, prompts, batch, new_tokens):
     return texts, generated, time.perf_counter() - start
 
 
+WORKER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "llamacpp_worker.py")
+
+
+def llamacpp_python():
+    """The llamacpp environment's interpreter (scripts/ecosystem/install.sh llamacpp), or an error saying how to
+    make it."""
+    root = subprocess.run(["bash", os.path.join(SOURCE, "scripts", "ecosystem", "install.sh"), "--path"],
+                          capture_output=True, text=True).stdout.strip()
+    python = os.path.join(root, "llamacpp", "bin", "python")
+    check = subprocess.run(["bash", os.path.join(SOURCE, "scripts", "ecosystem", "install.sh"), "--check", "llamacpp"],
+                           capture_output=True, text=True)
+    if check.returncode != 0 or not os.path.exists(python):
+        raise SystemExit("--llamacpp needs the llamacpp environment: scripts/ecosystem/install.sh llamacpp "
+                         f"(compiles llama.cpp; {check.stderr.strip()})")
+    return python
+
+
+def llamacpp_generate(python, gguf, ids, batch, new_tokens, threads, work):
+    path = os.path.join(work, f"prompt-ids-{len(ids)}.json")
+    with open(path, "w") as f:
+        json.dump(ids, f)
+    out = run([python, WORKER, "generate", "--gguf", gguf, "--prompts", path, "--batch", batch,
+               "--new-tokens", new_tokens, "--threads", threads])
+    return json.loads(out.strip().splitlines()[-1])
+
+
 def main():
     ap = options(__doc__)
     ap.add_argument("--shape", choices=sorted(SHAPES), default="tiny")
     ap.add_argument("--new-tokens", type=int, default=64)
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--llamacpp", action="store_true", help="llama.cpp too, at f32 and f16 (the llamacpp environment)")
     setup = Setup(ap)
     a, pwab, work = setup.args, setup.pwab, setup.work
     import torch
@@ -83,6 +116,13 @@ def main():
         tokenizer.pad_token = tokenizer.eos_token
     model = AutoModelForCausalLM.from_pretrained(base, dtype=torch.float32).eval()
     transformers_generate(model, tokenizer, prompts[:2], 2, 4)  # warm-up: first-call costs left out
+    ggufs = {}
+    if a.llamacpp:
+        python = llamacpp_python()
+        for dtype in ("f32", "f16"):
+            ggufs[dtype] = os.path.join(work, f"base-{a.shape}-{dtype}.gguf")
+            if not os.path.exists(ggufs[dtype]):
+                run([python, WORKER, "convert", "--model", base, "--out", ggufs[dtype], "--dtype", dtype])
 
     out = {"shape": a.shape, "parameters": sum(p.numel() for p in model.parameters()), "new_tokens": a.new_tokens,
            "torch": torch.__version__, "batches": {}}
@@ -101,10 +141,27 @@ def main():
                "pwab_tokens_per_s": statistics.median(mine), "transformers_tokens_per_s": statistics.median(theirs),
                "runs": {"pwab": mine, "transformers": theirs}}
         row["pwab_over_transformers"] = row["pwab_tokens_per_s"] / row["transformers_tokens_per_s"]
+        if ggufs:
+            ids = [tokenizer(p)["input_ids"] for p in asked]
+            for dtype, gguf in ggufs.items():
+                runs = [llamacpp_generate(python, gguf, ids, batch, a.new_tokens, a.threads, work)
+                        for _ in range(a.repeat)]
+                texts_l = [tokenizer.decode(r, skip_special_tokens=True) for r in runs[-1]["ids"]]
+                name = f"llamacpp_{dtype}"
+                row["generated_tokens"][name] = runs[-1]["generated_tokens"]
+                row[f"same_continuations_{name}"] = f"{sum(p == t for p, t in zip(texts_p, texts_l))}/{count}"
+                row["runs"][name] = [r["generated_tokens"] / r["generate_seconds"] for r in runs]
+                row[f"{name}_tokens_per_s"] = statistics.median(row["runs"][name])
+                row[f"pwab_over_{name}"] = row["pwab_tokens_per_s"] / row[f"{name}_tokens_per_s"]
         out["batches"][str(batch)] = row
         print(f"batch {batch}: pwab {row['pwab_tokens_per_s']:.1f} tokens/s, transformers "
               f"{row['transformers_tokens_per_s']:.1f}: {row['pwab_over_transformers']:.2f}x "
               f"(same continuations {row['same_continuations']})", file=sys.stderr)
+        for dtype in ggufs:
+            name = f"llamacpp_{dtype}"
+            print(f"batch {batch}: llama.cpp {dtype} {row[name + '_tokens_per_s']:.1f} tokens/s: pwab "
+                  f"{row['pwab_over_' + name]:.2f}x (same continuations {row['same_continuations_' + name]})",
+                  file=sys.stderr)
     setup.report(out)
 
 

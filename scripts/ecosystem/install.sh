@@ -5,8 +5,10 @@
 # dependency set, so pip resolves nothing). Idempotent: an environment whose stamp holds the SHA-256 of its lock
 # (and of the torch layer's lock under it) and of its interpreter's version is left alone; any other is made anew,
 # and its stamp is written last, so an interrupted install is redone.
-#   scripts/ecosystem/install.sh              every environment
+#   scripts/ecosystem/install.sh              every environment but the opt-in ones
 #   scripts/ecosystem/install.sh core verl    some (the torch layer comes along when one needs it)
+#   scripts/ecosystem/install.sh llamacpp     the opt-in llama.cpp environment: compiles llama.cpp from source
+#                                             (PyPI has no wheel), from NAME-build.lock's pinned build backend
 #   scripts/ecosystem/install.sh --check      exit 1 naming what is missing or out of date; installs nothing
 #   scripts/ecosystem/install.sh --path       print the root folder and exit
 #   scripts/ecosystem/install.sh --torch-dir  print the torch layer's torch/ folder (its libtorch: `make TORCH=...`)
@@ -16,6 +18,7 @@ here="$(cd "$(dirname "$0")" && pwd)"
 # shellcheck source=scripts/ecosystem/root.sh
 . "$here/root.sh"
 all_envs=(torch core openenv verifiers verifiers-v0 verl openrlhf)
+opt_in_envs=(llamacpp)   # named explicitly only: a source build that CI does not pay for
 python=${PWAB_ECOSYSTEM_PYTHON:-/usr/bin/python3}   # Debian's: what a fresh Debian 12 machine has
 
 check_only=0
@@ -30,7 +33,8 @@ for arg in "$@"; do
       echo "$dir"; exit 0 ;;
     -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
     -*) echo "install.sh: unknown option '$arg'" >&2; exit 2 ;;
-    *) [ -f "$here/$arg.lock" ] || { echo "install.sh: no environment '$arg' (${all_envs[*]})" >&2; exit 2; }
+    *) { [ -f "$here/$arg.lock" ] && [[ "$arg" != *-build ]]; } || {
+         echo "install.sh: no environment '$arg' (${all_envs[*]} ${opt_in_envs[*]})" >&2; exit 2; }
        envs+=("$arg") ;;
   esac
 done
@@ -46,7 +50,8 @@ done
 py_version=$("$python" -c 'import sys; print(sys.version.split()[0])')
 stamp_of() {
   { echo "python $py_version"; sha256sum "$here/$1.lock" | cut -d' ' -f1
-    if on_torch "$1"; then sha256sum "$here/torch.lock" | cut -d' ' -f1; fi; } | sha256sum | cut -d' ' -f1
+    if on_torch "$1"; then sha256sum "$here/torch.lock" | cut -d' ' -f1; fi
+    if [ -f "$here/$1-build.lock" ]; then sha256sum "$here/$1-build.lock" | cut -d' ' -f1; fi; } | sha256sum | cut -d' ' -f1
 }
 
 stale=()
@@ -77,8 +82,17 @@ for env in "${stale[@]}"; do
   # pure-Python packages PyPI has only as source (antlr4-python3-runtime 4.9.3 for verl's hydra-core,
   # transformers-stream-generator for OpenRLHF) are built by their setup.py with the environment's own setuptools,
   # so nothing unpinned is fetched (pip prints a deprecation notice for that).
+  build=()
+  if [ -f "$here/$env-build.lock" ]; then
+    # A package PyPI has only as source, with a pyproject build backend: pip's isolated build would fetch that
+    # backend unpinned, so it comes from its own lock first and the build runs without isolation.
+    PIP_FIND_LINKS= PIP_NO_INPUT=1 "$dir/bin/python" -m pip install --quiet --disable-pip-version-check \
+      --require-hashes --no-deps --only-binary :all: -r "$here/$env-build.lock" >&2
+    build=(--no-build-isolation)
+    echo "install.sh: $env builds from source (llama.cpp: several minutes on 2 cores)" >&2
+  fi
   PIP_FIND_LINKS= PIP_NO_INPUT=1 "$dir/bin/python" -m pip install --quiet --disable-pip-version-check \
-    --require-hashes --no-deps --prefer-binary -r "$here/$env.lock" >&2
+    --require-hashes --no-deps --prefer-binary "${build[@]}" -r "$here/$env.lock" >&2
   stamp_of "$env" > "$dir/.pwab-lock-sha256"
   echo "install.sh: $env ready in $((SECONDS - start)) s ($(du -sh "$dir" | cut -f1))" >&2
 done

@@ -10,7 +10,7 @@ set -euo pipefail
 cd "$(dirname "$0")"
 uv=${UV:-uv}
 envs=("$@")
-[ ${#envs[@]} -gt 0 ] || envs=(torch core openenv verifiers verifiers-v0 verl openrlhf)
+[ ${#envs[@]} -gt 0 ] || envs=(torch core openenv verifiers verifiers-v0 verl openrlhf llamacpp-build llamacpp)
 for env in "${envs[@]}"; do
   extra=()
   [ -f "$env.override" ] && extra=(--override "$env.override")

@@ -47,23 +47,29 @@ Setup check_options(const LlamaModelImpl& model, const std::vector<std::vector<i
   return s;
 }
 
-//! Prompts left-padded to one length: [rows, length] ids and mask.
-std::pair<torch::Tensor, torch::Tensor> left_pad(const std::vector<std::vector<int32_t>>& prompts, int64_t pad) {
-  std::size_t length = 0;
-  for (const auto& p : prompts) length = std::max(length, p.size());
-  const auto rows = static_cast<int64_t>(prompts.size());
-  auto ids = torch::full({rows, static_cast<int64_t>(length)}, pad, torch::kInt64);
-  auto mask = torch::zeros({rows, static_cast<int64_t>(length)}, torch::kInt64);
-  auto* id = ids.data_ptr<int64_t>();
-  auto* m = mask.data_ptr<int64_t>();
-  for (std::size_t r = 0; r < prompts.size(); ++r) {
-    const std::size_t offset = r * length + (length - prompts[r].size());
-    for (std::size_t i = 0; i < prompts[r].size(); ++i) {
-      id[offset + i] = prompts[r][i];
-      m[offset + i] = 1;
-    }
+//! The prompts' forward into an empty cache (reserving room for `new_tokens` more), returning the last position's
+//! logits [rows, 1, vocab]. Prompts of different lengths go packed end to end (LlamaModelImpl::packed_prefill):
+//! the cache comes out as a left-padded batch's forward leaves it, without the padding's work (a batch of PUMA's
+//! prompts is about 30% padding); prompts of one length go as one batch.
+torch::Tensor prefill(LlamaModelImpl& model, const std::vector<std::vector<int32_t>>& prompts, int64_t new_tokens,
+                      KvCache& cache) {
+  std::size_t longest = 0, shortest = SIZE_MAX, total = 0;
+  for (const auto& p : prompts) {
+    longest = std::max(longest, p.size());
+    shortest = std::min(shortest, p.size());
+    total += p.size();
   }
-  return {ids, mask};
+  cache = KvCache(static_cast<int64_t>(longest) + new_tokens);
+  auto flat = torch::empty({static_cast<int64_t>(total)}, torch::kInt64);
+  auto* id = flat.data_ptr<int64_t>();
+  std::vector<int64_t> lengths;
+  for (const auto& p : prompts) {
+    id = std::copy(p.begin(), p.end(), id);
+    lengths.push_back(static_cast<int64_t>(p.size()));
+  }
+  if (shortest != longest) return model.packed_prefill(flat.view({1, -1}), lengths, cache);
+  return model.forward(flat.view({static_cast<int64_t>(prompts.size()), static_cast<int64_t>(longest)}), {}, &cache,
+                       true);
 }
 
 //! The last position's logits [rows, 1, vocab] as one CPU float vector, row after row.
@@ -110,9 +116,8 @@ std::vector<std::vector<Generation>> decode_single(LlamaModelImpl& model,
       source[i] = it->second;
     }
   }
-  auto [ids, mask] = left_pad(unique, s.pad);
-  KvCache cache(ids.size(1) + o.max_new_tokens);
-  auto logits = model.forward(ids, mask, &cache, true);
+  KvCache cache;
+  auto logits = prefill(model, unique, o.max_new_tokens, cache);
   if (unique.size() < n) {
     auto rows = torch::tensor(source, torch::kInt64);
     cache.select_rows(rows);
@@ -197,9 +202,8 @@ std::vector<std::vector<Generation>> run_beam_search(LlamaModelImpl& model,
   for (int64_t i = 0; i < n; ++i) beam_scores[static_cast<std::size_t>(i * beams)] = 0.0;
   std::vector<std::vector<int32_t>> seqs(static_cast<std::size_t>(rows));
 
-  auto [ids, mask] = left_pad(prompts, s.pad);
-  KvCache cache(ids.size(1) + o.max_new_tokens);
-  auto logits = model.forward(ids, mask, &cache, true);  // the prompt once, then copied to its beams
+  KvCache cache;
+  auto logits = prefill(model, prompts, o.max_new_tokens, cache);  // the prompt once, then copied to its beams
   cache.select_rows(torch::arange(n, torch::kInt64).repeat_interleave(beams));
 
   std::vector<float> flat(static_cast<std::size_t>(beams) * vocab);

@@ -7,7 +7,8 @@
 //                summed log-probability are taken (or, with do_sample, drawn without replacement from the warped
 //                distribution: HF's beam-sample, which PUMA runs with B = 10, temperature 1.5), EOS continuations
 //                become finished hypotheses, and the B best hypotheses come back ordered by score.
-// Prompts are batched with left padding; each row stops at an EOS token or after max_new_tokens.
+// Prompts of different lengths are read packed end to end into a left-padded KV cache (no work on the padding);
+// each row stops at an EOS token or after max_new_tokens.
 #pragma once
 #include <cstdint>
 #include <utility>

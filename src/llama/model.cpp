@@ -3,6 +3,7 @@
 #include "llama/model.h"
 
 #include <ATen/CPUGeneratorImpl.h>
+#include <ATen/Parallel.h>
 #include <torch/torch.h>
 
 #include <cmath>
@@ -40,6 +41,33 @@ torch::Tensor apply_rope(const torch::Tensor& x, const torch::Tensor& cos, const
   return x * cos + rotate_half(x) * sin;
 }
 
+//! torch::linear, but a single input row on a CPU with several threads, outside autograd, splits the weight's
+//! output rows between the threads, each a matrix-vector product on its share. Why: for one row libtorch calls
+//! the BLAS's sgemv, and the MKL inside PyTorch's own libtorch runs it on one thread (on this AMD machine, its
+//! generic path) while the others spin: splitting made decoding one sequence of a 100M model 1.31× faster
+//! (docs/performance.md, "Sampling with a KV cache"). Weights under 2 MB (the tiny preset's) stay whole: they sit
+//! in cache, and a parallel region costs more than it saves there.
+torch::Tensor project(const torch::Tensor& x, const torch::Tensor& w) {
+  const int64_t out = w.size(0), in = w.size(1);
+  const int threads = at::get_num_threads();
+  if (threads < 2 || x.numel() != in || !x.device().is_cpu() || x.scalar_type() != torch::kFloat32 ||
+      w.scalar_type() != torch::kFloat32 || out * in < (int64_t{1} << 19) ||
+      (torch::GradMode::is_enabled() && (x.requires_grad() || w.requires_grad())))
+    return torch::linear(x, w);
+  auto sizes = x.sizes().vec();
+  sizes.back() = out;
+  auto y = torch::empty({out}, x.options());
+  // Detached: the worker threads run in autograd's default mode (grad mode is thread-local), where an out= product
+  // refuses a weight that requires grad.
+  auto v = x.detach().reshape({in}).contiguous();
+  auto wc = w.detach().contiguous();
+  at::parallel_for(0, out, (out + threads - 1) / threads, [&](int64_t lo, int64_t hi) {
+    auto part = y.narrow(0, lo, hi - lo);
+    at::mv_out(part, wc.narrow(0, lo, hi - lo), v);
+  });
+  return y.view(sizes);
+}
+
 }  // namespace
 
 // ---- weight modules ----------------------------------------------------------------------------------------------
@@ -72,7 +100,7 @@ ProjectionImpl::ProjectionImpl(int64_t in_features, int64_t out_features, const 
 }
 
 torch::Tensor ProjectionImpl::forward(const torch::Tensor& x) {
-  auto y = torch::linear(x, active_weight());
+  auto y = project(x, active_weight());
   if (!lora_A_ || !adapter_enabled_) return y;
   auto h = x.to(lora_A_->weight.scalar_type());
   if (lora_dropout_ > 0 && is_training()) h = torch::dropout(h, lora_dropout_, true);
@@ -152,6 +180,29 @@ std::pair<torch::Tensor, torch::Tensor> KvCache::append(std::size_t layer, const
   return {kb.narrow(2, 0, needed), vb.narrow(2, 0, needed)};
 }
 
+void KvCache::write_packed(std::size_t layer, const torch::Tensor& k, const torch::Tensor& v,
+                           const std::vector<int64_t>& lengths) {
+  if (length_ != 0) throw UsageError("KV cache: a packed prefill needs an empty cache");
+  if (layer >= k_.size()) {
+    k_.resize(layer + 1);
+    v_.resize(layer + 1);
+  }
+  const auto rows = static_cast<int64_t>(lengths.size());
+  const int64_t longest = *std::max_element(lengths.begin(), lengths.end());
+  const int64_t capacity = std::max(longest, reserve_);
+  auto& kb = k_[layer];
+  auto& vb = v_[layer];
+  kb = torch::zeros({rows, k.size(1), capacity, k.size(3)}, k.options());
+  vb = torch::zeros({rows, v.size(1), capacity, v.size(3)}, v.options());
+  int64_t offset = 0;
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t n = lengths[static_cast<std::size_t>(r)];
+    kb[r].narrow(1, longest - n, n).copy_(k[0].narrow(1, offset, n));
+    vb[r].narrow(1, longest - n, n).copy_(v[0].narrow(1, offset, n));
+    offset += n;
+  }
+}
+
 void KvCache::commit(const torch::Tensor& new_mask) {
   auto counts = new_mask.to(torch::kInt64).sum(1);
   mask_ = mask_.defined() ? torch::cat({mask_, new_mask}, 1) : new_mask;
@@ -201,7 +252,7 @@ class AttentionImpl : public torch::nn::Module {
     auto q = apply_rope(q_proj->forward(x).view({rows, n, heads_, head_}).transpose(1, 2), cos, sin);
     auto k = apply_rope(k_proj->forward(x).view({rows, n, kv_heads_, head_}).transpose(1, 2), cos, sin);
     auto v = v_proj->forward(x).view({rows, n, kv_heads_, head_}).transpose(1, 2);
-    if (cache) std::tie(k, v) = cache->append(layer, k, v);
+    if (cache && !segments) std::tie(k, v) = cache->append(layer, k, v);
     torch::Tensor out;  // [rows, heads, n, head]
     if (segments) {
       // Packed rows: the projections above ran on the real tokens only; attention runs row by row, each a causal
@@ -214,6 +265,7 @@ class AttentionImpl : public torch::nn::Module {
         offset += length;
       }
       out = parts.size() == 1 ? parts[0] : torch::cat(parts, 2);
+      if (cache) cache->write_packed(layer, k, v, *segments);  // generation's packed prefill
     } else {
       out = attend(q, k, v, blocked);
     }
@@ -404,6 +456,31 @@ torch::Tensor LlamaModelImpl::run_layers(const torch::Tensor& ids, const torch::
 }
 
 torch::Tensor LlamaModelImpl::packed_hidden_states(const torch::Tensor& ids, const std::vector<int64_t>& lengths) {
+  return run_packed(ids, lengths, nullptr);
+}
+
+torch::Tensor LlamaModelImpl::packed_prefill(const torch::Tensor& ids, const std::vector<int64_t>& lengths,
+                                             KvCache& cache) {
+  if (cache.length() != 0) throw UsageError("LLaMA packed prefill: the KV cache must be empty");
+  auto x = run_packed(ids, lengths, &cache);
+  const auto rows = static_cast<int64_t>(lengths.size());
+  const int64_t longest = *std::max_element(lengths.begin(), lengths.end());
+  std::vector<int64_t> last;
+  auto mask = torch::zeros({rows, longest}, torch::kBool);
+  int64_t end = 0;
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t n = lengths[static_cast<std::size_t>(r)];
+    end += n;
+    last.push_back(end - 1);
+    mask[r].narrow(0, longest - n, n).fill_(true);
+  }
+  cache.commit(mask.to(device()));
+  auto h = x[0].index_select(0, torch::tensor(last, torch::kInt64).to(device()));  // [rows, hidden]
+  return logits(h.unsqueeze(1));
+}
+
+torch::Tensor LlamaModelImpl::run_packed(const torch::Tensor& ids, const std::vector<int64_t>& lengths,
+                                         KvCache* cache) {
   int64_t total = 0;
   for (int64_t l : lengths) {
     if (l < 1) throw UsageError("LLaMA packed forward: every row needs a token");
@@ -425,7 +502,7 @@ torch::Tensor LlamaModelImpl::packed_hidden_states(const torch::Tensor& ids, con
   for (int64_t l : lengths)
     for (int64_t t = 0; t < l; ++t) positions.push_back(t);
   auto pos = torch::tensor(positions, torch::kInt64).to(dev).view({1, total});
-  return run_layers(on_device, pos, torch::Tensor(), nullptr, &lengths);
+  return run_layers(on_device, pos, torch::Tensor(), cache, &lengths);
 }
 
 std::pair<torch::Tensor, torch::Tensor> LlamaModelImpl::prefix_hidden_states(const torch::Tensor& prompt_ids,
@@ -436,17 +513,46 @@ std::pair<torch::Tensor, torch::Tensor> LlamaModelImpl::prefix_hidden_states(con
   if (parent.dim() != 1 || parent.size(0) != continuation_ids.size(0))
     throw UsageError("LLaMA prefix forward: parent must give one prompt row per continuation row, got " +
                      shape_string(parent.sizes()) + " for continuations " + shape_string(continuation_ids.sizes()));
-  // Autograd flows through the cache: its buffers are written by copy_ (recorded) and copied to the continuation
-  // rows by index_select, and each buffer is written once per pass, after nothing has saved it.
+  // Autograd flows through the cache: its buffers are written by copy_ (recorded; a packed prefill writes each row's
+  // slice, disjoint ones) and copied to the continuation rows by index_select, and each buffer is written in one
+  // pass, before anything has saved it.
   KvCache cache(prompt_ids.size(1) + continuation_ids.size(1));
-  auto prompts = hidden_states(prompt_ids, prompt_mask, &cache);
+  auto prompts = packed_prompts(prompt_ids, prompt_mask, cache);
+  if (!prompts.defined()) prompts = hidden_states(prompt_ids, prompt_mask, &cache);
   cache.select_rows(parent);
   auto continuations = hidden_states(continuation_ids, continuation_mask, &cache);
   return {prompts, continuations};
 }
 
+torch::Tensor LlamaModelImpl::packed_prompts(const torch::Tensor& prompt_ids, const torch::Tensor& prompt_mask,
+                                             KvCache& cache) {
+  // Packing pays where the rows differ in length; it needs each row's tokens as one run at the right (left padding,
+  // as llama/rl_loss.cpp's pack_rollouts writes them), the longest row as wide as the batch.
+  if (prompt_ids.dim() != 2 || prompt_ids.size(0) < 2 || !prompt_mask.defined() ||
+      prompt_mask.sizes() != prompt_ids.sizes())
+    return {};
+  auto mask = prompt_mask.to(torch::kCPU, torch::kBool).contiguous();
+  const int64_t rows = mask.size(0), width = mask.size(1);
+  auto lengths_t = mask.sum(1, false, torch::kInt64);
+  std::vector<int64_t> lengths(lengths_t.data_ptr<int64_t>(), lengths_t.data_ptr<int64_t>() + rows);
+  const auto [shortest, longest] = std::minmax_element(lengths.begin(), lengths.end());
+  if (*shortest == *longest || *longest != width || *shortest < 1) return {};
+  const bool* m = mask.data_ptr<bool>();
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t t = 0; t < width; ++t)
+      if (m[r * width + t] != (t >= width - lengths[static_cast<std::size_t>(r)])) return {};
+  const auto dev = device();
+  auto flat_mask = mask.view({-1});
+  auto ids = prompt_ids.to(torch::kCPU, torch::kInt64).view({-1}).masked_select(flat_mask);
+  auto x = run_packed(ids.view({1, -1}).to(dev), lengths, &cache)[0];  // [Σ lengths, hidden]
+  cache.commit(mask.to(dev));
+  // Back to the left-padded layout callers index (padding positions zero: nothing reads them).
+  auto where = torch::arange(rows * width, torch::kInt64).masked_select(flat_mask).to(dev);
+  return torch::zeros({rows * width, x.size(1)}, x.options()).index_copy(0, where, x).view({rows, width, x.size(1)});
+}
+
 torch::Tensor LlamaModelImpl::logits(const torch::Tensor& hidden) {
-  auto out = lm_head_ ? lm_head_->forward(hidden) : torch::linear(hidden, embed_tokens_->active_weight());
+  auto out = lm_head_ ? lm_head_->forward(hidden) : project(hidden, embed_tokens_->active_weight());
   return out.to(torch::kFloat32);
 }
 

@@ -127,6 +127,10 @@ class KvCache {
   //! Writes layer `layer`'s keys/values [rows, kv_heads, new, head] after the cached ones; returns the keys and
   //! values of all positions (cached + new).
   std::pair<torch::Tensor, torch::Tensor> append(std::size_t layer, const torch::Tensor& k, const torch::Tensor& v);
+  //! Packed prefill (LlamaModelImpl::packed_prefill): layer `layer`'s keys/values [1, kv_heads, Σ lengths, head] of
+  //! rows packed end to end go into an empty cache of lengths.size() rows, each row's on the right of the longest
+  //! (left padding, zeros before it), the layout a left-padded batch's forward writes.
+  void write_packed(std::size_t layer, const torch::Tensor& k, const torch::Tensor& v, const std::vector<int64_t>& lengths);
   //! Ends a forward step: the new tokens' mask [rows, new] joins the cached mask.
   void commit(const torch::Tensor& new_mask);
 
@@ -157,7 +161,8 @@ class LlamaModelImpl : public torch::nn::Module {
   //! continuing the prompt `parent[row]`: it sees that prompt and its own earlier tokens, at the positions that
   //! follow the prompt. Returns {[prompts, P, hidden], [rows, C, hidden]}, differentiable: RL training computes a
   //! prompt once for all the completions sampled from it (llama/rl_loss.h). The prompts' keys and values go through
-  //! a KvCache, copied to each of their rows.
+  //! a KvCache, copied to each of their rows; prompts of different lengths are read packed end to end (no work on their
+  //! padding), the cache left as the left-padded batch's forward leaves it.
   std::pair<torch::Tensor, torch::Tensor> prefix_hidden_states(const torch::Tensor& prompt_ids,
                                                                const torch::Tensor& prompt_mask,
                                                                const torch::Tensor& continuation_ids,
@@ -168,6 +173,11 @@ class LlamaModelImpl : public torch::nn::Module {
   //! [1, Σ lengths, hidden], differentiable: the numbers of the rows padded into a batch, without the padding's
   //! work (training's forward, llama/train.h; PUMA's rows differ in length by half on average).
   torch::Tensor packed_hidden_states(const torch::Tensor& ids, const std::vector<int64_t>& lengths);
+  //! Generation's first step for prompts of different lengths, without the padding's work: `ids` [1, Σ lengths] as
+  //! packed_hidden_states() takes them. The keys and values go into `cache` (empty) as a left-padded batch's forward
+  //! writes them, so decoding goes on from it exactly as after forward(left-padded ids, mask, cache). Returns each
+  //! row's last-position logits [rows, 1, vocab], float32.
+  torch::Tensor packed_prefill(const torch::Tensor& ids, const std::vector<int64_t>& lengths, KvCache& cache);
   //! hidden [.., hidden] → float32 logits [.., vocab].
   torch::Tensor logits(const torch::Tensor& hidden);
 
@@ -188,6 +198,11 @@ class LlamaModelImpl : public torch::nn::Module {
 
  private:
   torch::Tensor rotary_cos_sin(const torch::Tensor& positions) const;
+  //! prefix_hidden_states()'s prompts packed end to end into `cache` when they differ in length and are left-padded
+  //! (returned in the left-padded layout, padding zero); undefined when the batch does not qualify.
+  torch::Tensor packed_prompts(const torch::Tensor& prompt_ids, const torch::Tensor& prompt_mask, KvCache& cache);
+  //! packed_hidden_states(), its keys and values also written into `cache` when given (packed_prefill()).
+  torch::Tensor run_packed(const torch::Tensor& ids, const std::vector<int64_t>& lengths, KvCache* cache);
   //! Embedding → decoder layers → final norm, for ids at `positions` with the additive mask `blocked`.
   //! With `segments` (packed rows' lengths) instead of `blocked`: each segment attends causally within itself.
   torch::Tensor run_layers(const torch::Tensor& ids, const torch::Tensor& positions, const torch::Tensor& blocked,

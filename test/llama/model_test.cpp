@@ -5,6 +5,8 @@
 
 #include <set>
 
+#include <ATen/Parallel.h>
+
 #include "core/error.h"
 #include "core/sys.h"
 #include "llama/generate.h"
@@ -166,6 +168,62 @@ TEST(LlamaModel, PaddedBatchDecodesIncrementally) {
     auto ref = logits_of(*model, full[r]);
     EXPECT_LT(max_diff(last[r][0], ref[int64_t(full[r].size()) - 1]), 1e-5) << r;
   }
+}
+
+TEST(LlamaModel, PackedPrefillLeavesTheLeftPaddedBatchsCache) {
+  // Prompts of different lengths packed end to end: the same last logits as the left-padded batch, a cache of the
+  // same layout (mask, positions, keys and values; padding slots zero in both), and decoding on from either gives
+  // the same logits.
+  auto model = load_fixture();
+  torch::NoGradGuard no_grad;
+  std::vector<std::vector<int32_t>> prompts{sequence(1), {5, 9}, sequence(2), sequence(0)};
+  auto [ids, mask] = padded(prompts, true);
+  KvCache padded_cache(ids.size(1) + 4), packed_cache(ids.size(1) + 4);
+  auto padded_logits = model->forward(ids, mask, &padded_cache, true);
+  std::vector<int64_t> flat, lengths;
+  for (const auto& p : prompts) {
+    flat.insert(flat.end(), p.begin(), p.end());
+    lengths.push_back(int64_t(p.size()));
+  }
+  auto packed_logits = model->packed_prefill(torch::tensor(flat, torch::kInt64).view({1, -1}), lengths, packed_cache);
+  ASSERT_EQ(packed_logits.sizes(), padded_logits.sizes());
+  EXPECT_LT(max_diff(packed_logits, padded_logits), 1e-5);
+  ASSERT_EQ(packed_cache.length(), padded_cache.length());
+  EXPECT_TRUE(torch::equal(packed_cache.mask(), padded_cache.mask()));
+  EXPECT_TRUE(torch::equal(packed_cache.next_positions(), padded_cache.next_positions()));
+  for (int step = 0; step < 3; ++step) {
+    auto next = torch::tensor(std::vector<int64_t>{11 + step, 30 + step, 60 - step, 7}, torch::kInt64).view({4, 1});
+    auto a = model->forward(next, {}, &padded_cache, true), b = model->forward(next, {}, &packed_cache, true);
+    EXPECT_LT(max_diff(a, b), 1e-5) << "step " << step;
+  }
+  EXPECT_THROW(model->packed_prefill(torch::tensor(flat, torch::kInt64).view({1, -1}), lengths, packed_cache),
+               UsageError);  // only into an empty cache
+}
+
+TEST(LlamaModel, OneRowProjectionSplitBetweenThreadsIsTheLinearMap) {
+  // One input row (decoding one sequence) splits the weight's rows between the threads; the numbers are torch's,
+  // with threads or without, and a projection that autograd must see keeps its graph.
+  Projection p(1024, 600, torch::TensorOptions().dtype(torch::kFloat32));
+  {
+    torch::NoGradGuard no_grad;
+    torch::manual_seed(7);
+    p->weight.normal_(0, 0.05);
+  }
+  auto x = torch::randn({1, 1, 1024});
+  const int before = at::get_num_threads();
+  for (int threads : {1, 2, 3}) {
+    at::set_num_threads(threads);
+    torch::NoGradGuard no_grad;
+    auto y = p->forward(x);
+    ASSERT_EQ(y.sizes(), (std::vector<int64_t>{1, 1, 600}));
+    EXPECT_LT(max_diff(y, torch::linear(x, p->weight)), 1e-5) << threads << " threads";
+  }
+  at::set_num_threads(2);
+  auto y = p->forward(x);
+  EXPECT_TRUE(y.requires_grad());
+  y.sum().backward();
+  EXPECT_TRUE(p->weight.grad().defined());
+  at::set_num_threads(before);
 }
 
 TEST(LlamaModel, GroupedQueryAttentionEqualsRepeatedHeads) {
