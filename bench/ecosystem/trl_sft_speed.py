@@ -154,6 +154,7 @@ def main():
     out = {
         "shape": a.shape, "preset": a.preset, "device": a.device, "lora": cfg["lora"],
         "parameters": sum(p.numel() for p in model.parameters()), "trainable_trl": trainable,
+        "trainable_pwab": mine.get("trainable_parameters"),
         "rows": len(rows), "torch": torch.__version__,
         "untrained_loss": {"pwab": pwab_loss, "transformers": theirs_loss,
                            "completion_tokens": {"pwab": pwab_tokens, "transformers": theirs_tokens}},
@@ -163,6 +164,8 @@ def main():
                 "steps": result.global_step, "seconds": trl_seconds, "steps_per_s": result.global_step / trl_seconds,
                 "train_runtime": result.metrics.get("train_runtime"), "mean_loss": sum(losses) / len(losses)},
     }
+    if out["trainable_pwab"] != trainable:  # the two sides must train the same tensors (issue 39's check)
+        raise SystemExit(f"trainable parameters differ: pwab {out['trainable_pwab']}, TRL {trainable}")
     out["pwab_over_trl"] = out["pwab"]["steps_per_s"] / out["trl"]["steps_per_s"]
     setup.report(out)
 

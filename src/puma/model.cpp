@@ -431,6 +431,7 @@ TrainReport train_loop(const std::string& phase, llama::LlamaModel& model, Train
                        const std::vector<int64_t>& lengths, const MicroLoss& micro_loss, const Evaluate& evaluate,
                        const fs::path& work_dir, const TrainOptions& o) {
   TrainReport report;
+  for (const auto& tensor : t.tensors) report.trainable_parameters += tensor.numel();
   fs::create_directories(work_dir);
   const std::size_t n_rows = lengths.size();
   const fs::path checkpoint = work_dir / "checkpoint.pt";

@@ -144,6 +144,7 @@ struct TrainReport {
   double comm_seconds = 0;       //!< data-parallel: this rank's time in collectives
   int64_t bytes_all_reduced = 0; //!< data-parallel: gradient bytes this rank all-reduced
   double reference_seconds = 0;  //!< DPO: computing the reference log-probabilities before the loop (0: cached)
+  int64_t trainable_parameters = 0;  //!< the optimizer's elements: every weight, or LoRA's A/B + modules_to_save
 };
 
 struct GenerateConfig {

@@ -97,7 +97,8 @@ void tell_followers(PipelineRun& run, const std::string& step, bool train) {
 json train_report_json(const TrainReport& r) {
   json j = {{"steps", r.steps},       {"train_loss", r.train_loss}, {"eval_loss", r.eval_loss},
             {"seconds", r.seconds},   {"resumed", r.resumed},       {"tokens", r.tokens},
-            {"tokens_per_s", r.tokens_per_s}, {"truncated_rows", r.truncated_rows}, {"ranks", r.world}};
+            {"tokens_per_s", r.tokens_per_s}, {"truncated_rows", r.truncated_rows}, {"ranks", r.world},
+            {"trainable_parameters", r.trainable_parameters}};
   if (r.world > 1) {
     j["comm_seconds"] = r.comm_seconds;
     j["bytes_all_reduced"] = r.bytes_all_reduced;

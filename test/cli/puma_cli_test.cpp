@@ -115,6 +115,9 @@ TEST(PumaCli, TinyPipelineEndToEndResumableThenServesTheAgent) {
   EXPECT_GE(sft["overall"]["function_acc"].get<double>(), 0.9) << sft.dump();
   Json trained = read_json(fs::path(out) / "sft" / "train.json");
   EXPECT_LT(trained["eval_loss"].get<double>(), 6.0) << trained.dump();  // far below log(vocab) = 7.6
+  // The tiny preset trains every weight, in SFT and in DPO alike (the count TRL's benchmarks compare with).
+  EXPECT_GT(trained["trainable_parameters"].get<int64_t>(), 100000) << trained.dump();
+  EXPECT_EQ(read_json(fs::path(out) / "dpo" / "train.json")["trainable_parameters"], trained["trainable_parameters"]);
   // Every train example gave a pair or was a tie (docs/decisions.md D7); the pairs' prompts are the SFT data's.
   Json score = read_json(fs::path(out) / "dpo" / "score" / "report.json");
   EXPECT_EQ(score["pairs"].get<int>() + score["tie_tasks"].get<int>(), 150) << score.dump();
