@@ -60,7 +60,11 @@ for env in "${envs[@]}"; do
 done
 if [ ${#stale[@]} -eq 0 ]; then exit 0; fi
 if [ "$check_only" = 1 ]; then
-  echo "install.sh: missing or out of date in $root: ${stale[*]} (install: scripts/install-deps.sh --with-ecosystem)" >&2
+  how="scripts/install-deps.sh --with-ecosystem"
+  for env in "${stale[@]}"; do
+    [[ " ${opt_in_envs[*]} " == *" $env "* ]] && how="scripts/ecosystem/install.sh ${stale[*]}"
+  done
+  echo "install.sh: missing or out of date in $root: ${stale[*]} (install: $how)" >&2
   exit 1
 fi
 
