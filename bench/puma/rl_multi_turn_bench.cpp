@@ -3,8 +3,8 @@
 // plays the puma agent against the scripted user and learns from each episode's benchmark score; then the SFT and
 // the RL model both run the multi-turn track as the puma agent (`pwab run --track multi --user-sim scripted
 // --local-model`), and the paired difference of their overall R. Acc is reported, whether or not it is above zero.
-// Sized for a 2-core machine: episodes of at most kSteps steps (the SFT model never learnt to stop, so every
-// episode runs to the cap, two generations a step), 50 iterations of 16 tasks × 4 episodes, and the first kTasks
+// Sized for a 2-core machine: episodes of at most kSteps steps (an SFT model trained without multi-turn examples
+// never stops, so every episode ran to the cap, two generations a step), 50 iterations of 16 tasks × 4 episodes, and the first kTasks
 // test tasks (the puma agent generates one turn at a time: ~1 s a step on 2 cores).
 // Extras: RL seconds, rollouts/s, the runs' scores by type and the difference's interval.
 #include <fmt/format.h>
@@ -55,7 +55,9 @@ const int registered = add({
         fs::remove_all(run);
         time_command(fmt::format("{} run --quiet --data {} --track multi --user-sim scripted --agent puma --model "
                                  "puma-{} --local-model {} --agent-opt tokenizer={} --memory-length 20 "
-                                 "--agent-opt memory_tokens=64 --max-steps {} --tasks 0:{} --out {} >> {} 2>&1",
+                                 "--agent-opt memory_tokens=64 --agent-opt recommend_memory=asins "
+                                 "--agent-opt recommend_memory_tokens=128 --max-steps {} --tasks 0:{} --out {} >> {} "
+                                 "2>&1",
                                  pwab, data.string(), which, (out / which / "model").string(),
                                  (out / which / "model").string(), kSteps, kTasks, run.string(), log));
         Json s = read_json(run / "summary.json");

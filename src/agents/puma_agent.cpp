@@ -132,6 +132,9 @@ PumaOptions parse_puma_options(const AgentOptions& options) {
   PumaMemoryOptions& m = o.memory_options;
   m.k = r.memory_length(100);  // PUMA's own default, not D1's 10 (docs/decisions.md)
   m.max_tokens = r.integer("memory_tokens", m.max_tokens, 1, kMaxOptionCount);
+  m.recommend_layout = r.choice("recommend_memory", m.recommend_layout,
+                                {{"full", RecommendLayout::kFull}, {"asins", RecommendLayout::kAsins}});
+  m.recommend_max_tokens = r.integer("recommend_memory_tokens", m.recommend_max_tokens, 0, kMaxOptionCount);
   m.relevance = r.relevance(m.relevance);
   r.function_model_or_file(o.function_model, o.function_file);
   o.max_new_tokens = r.integer("max_new_tokens", o.max_new_tokens, 1, 100000);
@@ -214,6 +217,8 @@ std::string PumaAgentFactory::config_json() const {
   w.key("memory").value(options_.memory ? "taskspec" : "none");
   w.key("memory_length").value(options_.memory_options.k);
   w.key("memory_tokens").value(options_.memory_options.max_tokens);
+  w.key("recommend_memory").value(std::string(to_string(options_.memory_options.recommend_layout)));
+  w.key("recommend_memory_tokens").value(options_.memory_options.recommend_max_tokens);
   w.key("token_counter").value(counter_->describe());
   w.key("relevance").value(options_.memory_options.relevance == RelevanceText::kFull ? "full" : "compact");
   w.key("prompts").value(kPumaPromptsVersion);

@@ -47,7 +47,8 @@ std::string rollout_line(std::string_view task, std::string_view episode, int tu
                          const llm::TokenTrace& tokens, std::string_view text);
 
 //! Reads AgentOptions: memory "" | taskspec | none, memory_length ≥ 1 (default 100), and the extra keys
-//! `memory_tokens` (≥ 1, default 768), `relevance` (full | compact), `function_model` (puma | fasttext | keywords
+//! `memory_tokens` (≥ 1, default 768), `recommend_memory` (full | asins), `recommend_memory_tokens` (0 = memory_tokens),
+//! `relevance` (full | compact), `function_model` (puma | fasttext | keywords
 //! | llm), `function_file` (PATH), `max_new_tokens`, `tokenizer` (PATH), `rollouts` (PATH). UsageError for anything
 //! else.
 PumaOptions parse_puma_options(const AgentOptions& options);

@@ -168,7 +168,21 @@ std::string puma_memory(const data::Dataset& ds, const data::Task& task, std::op
   TaskMemoryStyle style;
   style.header = false;
   style.recommend_newest_first = true;  // the newest items survive the cut (docs/decisions.md §5.2 step 2)
-  return counter.truncate(render_task_memory(items, *type, style), options.max_tokens);
+  style.recommend_layout = options.recommend_layout;
+  return counter.truncate(render_task_memory(items, *type, style), puma_memory_budget(options, type));
+}
+
+int puma_memory_budget(const PumaMemoryOptions& options, std::optional<data::TaskType> type) {
+  if (type == data::TaskType::kRecommend && options.recommend_max_tokens > 0) return options.recommend_max_tokens;
+  return options.max_tokens;
+}
+
+std::string_view to_string(RecommendLayout layout) { return layout == RecommendLayout::kAsins ? "asins" : "full"; }
+
+RecommendLayout parse_recommend_layout(std::string_view text, std::string_view what) {
+  if (text == "full") return RecommendLayout::kFull;
+  if (text == "asins") return RecommendLayout::kAsins;
+  throw UsageError(std::string(what) + " must be full or asins, not '" + std::string(text) + "'");
 }
 
 env::Action puma_action(std::string_view parameter, std::string_view predicted_function) {

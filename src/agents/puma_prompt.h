@@ -72,7 +72,19 @@ struct PumaMemoryOptions {
   int max_tokens = 768;  //!< the memory's token budget, BOS included (docs/decisions.md §5.2: mem_token_length 768)
   RelevanceText relevance = RelevanceText::kFull;
   const BehaviourVectors* cache = nullptr;  //!< for kCompact
+  //! How a recommendation memory shows its items (task_memory.h RecommendLayout): the original's title, category
+  //! and ASIN, or one short "ASIN (category)" line each, so that a small budget still shows the history the label
+  //! copies (docs/puma.md "Recommendation memory").
+  RecommendLayout recommend_layout = RecommendLayout::kFull;
+  int recommend_max_tokens = 0;  //!< the recommendation memory's budget; 0: max_tokens
 };
+
+//! The token budget of a memory for the task type `type` (recommend_max_tokens when set, else max_tokens).
+int puma_memory_budget(const PumaMemoryOptions& options, std::optional<data::TaskType> type);
+
+//! "full" / "asins", and back (UsageError naming `what` for anything else).
+std::string_view to_string(RecommendLayout layout);
+RecommendLayout parse_recommend_layout(std::string_view text, std::string_view what);
 
 //! PUMA's memory of `task` for the task type `type`: the k most relevant visible behaviours rendered by
 //! render_task_memory (no header, recommend newest first), cut by `counter` to the budget. "none" when the

@@ -163,7 +163,13 @@ std::string render_task_memory(const std::vector<MemoryItem>& items, data::TaskT
     });
   }
   std::string out = style.header ? task_memory_header(type) : std::string();
+  const bool asin_lines = type == data::TaskType::kRecommend && style.recommend_layout == RecommendLayout::kAsins;
   for (std::size_t i = 0; i < order.size(); ++i) {
+    if (asin_lines) {
+      const data::Product& p = *order[i]->product;
+      out += p.parent_asin + " (" + p.main_category + ")\n";
+      continue;
+    }
     if (i) out += "|";
     out += render_memory_item(*order[i], type);
   }

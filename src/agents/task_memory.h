@@ -79,11 +79,20 @@ std::string render_memory_item(const MemoryItem& item, data::TaskType type);
 //! the wording is our paraphrase of the original's).
 std::string task_memory_header(data::TaskType type);
 
+//! How a recommendation memory item is written.
+enum class RecommendLayout {
+  kFull,   //!< "Title:…\nMain Category:…\nAsin:…\n" (docs/decisions.md §4.6a), items joined with "|"
+  //! "ASIN (Main Category)\n", one line per item, no "|": about 16 model tokens an item instead of 40–60, so a
+  //! 64-token memory shows 4–5 items instead of one (docs/puma.md "Recommendation memory"). Ours, not the original's.
+  kAsins,
+};
+
 struct TaskMemoryStyle {
   bool header = true;                   //!< the GPT agent's three-line header (docs/decisions.md §4.6a);
                                         //!< PUMA has none (§4.6b)
   bool recommend_newest_first = false;  //!< docs/decisions.md §4.6a sorts recommend items oldest first;
                                         //!< PUMA newest first (D9)
+  RecommendLayout recommend_layout = RecommendLayout::kFull;
 };
 
 //! The memory text: the header, then the items rendered for `type` and joined with "|" (recommend items

@@ -10,6 +10,7 @@ namespace pwab::assemble {
 struct TrainingSession::Impl {
   data::Dataset ds;
   DatasetEnvironment world;
+  std::unique_ptr<agents::AgentFactory> teacher;  // the multi-turn data's teacher (puma/dialogue_data.h)
   puma::PipelineContext ctx;
 };
 
@@ -23,6 +24,15 @@ TrainingSession::TrainingSession(const TrainingConfig& config, const RunModels& 
   ctx.ds = &impl_->ds;
   ctx.embedder = impl_->world.embedder.get();
   ctx.env = impl_->world.environment.get();
+  {
+    // the heuristic agent as `pwab run --track multi` runs it: its classifier cached beside the dataset's others
+    agents::AgentContext teacher;
+    teacher.ds = &impl_->ds;
+    teacher.embedder = ctx.embedder;
+    teacher.cache_dir = config.data / ".pwab-agents";
+    impl_->teacher = agents::make_agent_factory("heuristic", {}, teacher);
+    ctx.dialogue_teacher = impl_->teacher.get();
+  }
   if (models.agent_model) ctx.search_labeler = puma::llm_search_labeler(*models.agent_model, models.agent_model_name);
   ctx.sample_model = config.sample_model.get();
   ctx.sample_model_name = config.sample_model_name;

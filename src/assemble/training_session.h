@@ -38,7 +38,8 @@ struct TrainingHooks {
 //! The dataset and its environment opened once, for one or several pipelines over them (the ablation runs many).
 class TrainingSession {
  public:
-  //! Opens config.data and its environment (the pipeline settings in `config` are not used here).
+  //! Opens config.data, its environment and the multi-turn data's teacher (the heuristic agent); the pipeline
+  //! settings in `config` are not used here.
   TrainingSession(const TrainingConfig& config, const RunModels& models, const TrainingHooks& hooks);
   ~TrainingSession();
   TrainingSession(const TrainingSession&) = delete;

@@ -43,7 +43,8 @@ struct PumaArgs {
   std::optional<int> holdout;
   std::optional<int> samples, sft_epochs, dpo_epochs, memory_tokens, memory_k, grad_accum, sft_batch, dpo_batch,
       max_length, dpo_max_length, dpo_max_prompt_length, lora_r, sample_limit, dpo_eval_tasks, max_new_tokens, vocab,
-      hidden, layers, heads, kv_heads, ffn, recommend_length;
+      hidden, layers, heads, kv_heads, ffn, recommend_length, recommend_memory_tokens;
+  std::string recommend_memory;
   std::optional<double> sft_lr, dpo_lr, beta, lora_alpha, rpo_alpha, sample_temperature;
   bool accept_deviations = false;
   std::optional<bool> tie_embeddings;
@@ -164,6 +165,9 @@ puma::PipelineOptions pipeline_options(const PumaArgs& a) {
   if (a.dpo_eval_tasks) o.dpo_eval_tasks = *a.dpo_eval_tasks;
   if (a.max_new_tokens) o.max_new_tokens = *a.max_new_tokens;
   if (a.recommend_length) o.prepare.recommend_length = *a.recommend_length;
+  if (!a.recommend_memory.empty())
+    o.prepare.memory.recommend_layout = agents::parse_recommend_layout(a.recommend_memory, "--recommend-memory");
+  if (a.recommend_memory_tokens) o.prepare.memory.recommend_max_tokens = *a.recommend_memory_tokens;
   if (!a.sft_weights.empty()) o.sft_weights = puma::parse_sft_weights(a.sft_weights, o.sft_weights);
   if (a.holdout) o.holdout = *a.holdout;
   apply_rl_flags(a, o);
@@ -332,6 +336,11 @@ void add_puma_options(CLI::App& cmd, PumaArgs& a) {
                                                  "default: the preset's)");
   cmd.add_option("--memory-k", a.memory_k, "Behaviours retrieved into the memory (0 = no memory; default: preset)");
   cmd.add_option("--memory-tokens", a.memory_tokens, "Memory token budget, BOS included (default: the preset's)");
+  cmd.add_option("--recommend-memory", a.recommend_memory, "How the recommendation memory shows an item: full "
+                                                            "(title, category, ASIN; the original's) or asins (one "
+                                                            "'ASIN (category)' line); default: the preset's");
+  cmd.add_option("--recommend-memory-tokens", a.recommend_memory_tokens,
+                 "Token budget of the recommendation memory, BOS included (0 = --memory-tokens; default: preset)");
   add_shared_option(cmd, "--sft-mode", a.sft_mode);
   cmd.add_option("--sft-epochs", a.sft_epochs, "SFT epochs; 0 = no SFT (default: the preset's)");
   cmd.add_option("--sft-lr", a.sft_lr, "SFT learning rate (paper preset: 3e-4 as the original's script; the "

@@ -249,9 +249,11 @@ class PumaModel {
 };
 
 //! Serves raw-text completions (ChatRequest::prompt) from a local PumaModel, so `pwab run --agent puma` runs without
-//! a server: greedy at temperature 0 (or unset), sampling otherwise, max_tokens new tokens (default 256). Chat
-//! requests with messages are a UsageError (the model is trained on raw prompts). Thread-safe (one generation at
-//! a time).
-std::unique_ptr<llm::ChatModel> local_chat_model(std::shared_ptr<PumaModel> model, std::string name);
+//! a server: greedy at temperature 0 (or unset), sampling otherwise (each request from its own seed + sample),
+//! max_tokens new tokens (default 256). Chat requests with messages are a UsageError (the model is trained on raw
+//! prompts). Thread-safe: requests that arrive from several threads while a generation runs are generated together
+//! in the next one, up to `max_batch` rows (local_model.cpp), and each gets the completion it would get alone.
+std::unique_ptr<llm::ChatModel> local_chat_model(std::shared_ptr<PumaModel> model, std::string name,
+                                                 int max_batch = 64);
 
 }  // namespace pwab::puma

@@ -39,7 +39,11 @@ json options_json(const PipelineOptions& o, const PipelineContext& ctx) {
             {"seed", o.seed},
             {"embedder", ctx.embedder ? ctx.embedder->name() : ""},
             {"search_labels", o.search_labels},
-            {"memory", {{"k", o.prepare.memory.k}, {"tokens", o.prepare.memory.max_tokens}}},
+            {"memory",
+             {{"k", o.prepare.memory.k},
+              {"tokens", o.prepare.memory.max_tokens},
+              {"recommend_layout", std::string(agents::to_string(o.prepare.memory.recommend_layout))},
+              {"recommend_tokens", o.prepare.memory.recommend_max_tokens}}},
             {"sft_mode", std::string(to_string(o.sft_mode))},
             {"sft_weights", to_string(o.sft_weights)},
             {"sft", train_json(o.sft)},
@@ -114,6 +118,9 @@ PipelineReport run_pipeline(const PipelineContext& ctx, const PipelineOptions& o
     throw UsageError(fmt::format("unknown pipeline step '{}' (steps: {})", until, fmt::join(steps, ", ")));
   if (o.search_labels == "llm" && !ctx.search_labeler)
     throw UsageError("search labels from an LLM need --model (or use --search-labels heuristic)");
+  if (o.sft_weights.dialogue > 0 && o.sft_mode != SftMode::kFunction && !ctx.dialogue_teacher)
+    throw UsageError(fmt::format("multi-turn SFT data (--sft-weights dialogue={:g}) needs a teacher agent; pass "
+                                 "dialogue=0 to train without it", o.sft_weights.dialogue));
   o.validate();
   if (o.holdout > 0) {
     const std::size_t train_tasks = ctx.ds->tasks(data::Split::kTrain).size();

@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "agents/agent.h"
 #include "data/dataset.h"
 #include "embed/embedder.h"
 #include "env/environment.h"
@@ -42,6 +43,8 @@ SftMode parse_sft_mode(std::string_view text);
 //! Repeat weights of the SFT data by kind of example (PipelineOptions::sft_weights).
 struct SftWeights {
   double function = 1, search = 1, recommend = 1, review = 1;
+  //! The multi-turn examples (dialogue_data.h): 0, none, unless a preset or --sft-weights asks (the original had none).
+  double dialogue = 0;
 };
 //! "function=0.25,search=3": the named weights changed from `base`; UsageError for an unknown name or a negative
 //! or unreadable value.
@@ -136,6 +139,9 @@ struct PipelineContext {
   const embed::Embedder* embedder = nullptr;
   const env::Environment* env = nullptr;
   SearchLabeler search_labeler;                         //!< the LLM labeler when search_labels == "llm"
+  //! The agent whose multi-turn episodes become the multi-turn SFT examples (dialogue_data.h; the heuristic agent in
+  //! `pwab puma`); needed when the dialogue weight is above 0.
+  const agents::AgentFactory* dialogue_teacher = nullptr;
   //! When set, the sample step asks this OpenAI-compatible completions model for the candidates (n samples per
   //! prompt at the sampling temperature) instead of generating them in-process: 7B sampling on vLLM.
   llm::ChatModel* sample_model = nullptr;

@@ -66,14 +66,15 @@ SftWeights parse_sft_weights(std::string_view text, SftWeights w) {
     else if (name == "search") w.search = value;
     else if (name == "recommend") w.recommend = value;
     else if (name == "review") w.review = value;
-    else throw UsageError("--sft-weights: unknown kind '" + name + "' (function, search, recommend, review)");
+    else if (name == "dialogue") w.dialogue = value;
+    else throw UsageError("--sft-weights: unknown kind '" + name + "' (function, search, recommend, review, dialogue)");
   }
   return w;
 }
 
 std::string to_string(const SftWeights& w) {
-  return fmt::format("function={:g},search={:g},recommend={:g},review={:g}", w.function, w.search, w.recommend,
-                     w.review);
+  return fmt::format("function={:g},search={:g},recommend={:g},review={:g},dialogue={:g}", w.function, w.search,
+                     w.recommend, w.review, w.dialogue);
 }
 
 // The presets are plain settings, here rather than in pipeline.cpp (libtorch) so the front end can build them.
@@ -118,6 +119,7 @@ void PipelineOptions::validate() const {
   above(dpo.learning_rate, 0, "--dpo-lr");
   at_least(prepare.memory.max_tokens, 8, "--memory-tokens");
   at_least(prepare.memory.k, 0, "--memory-k");
+  if (prepare.memory.recommend_max_tokens != 0) at_least(prepare.memory.recommend_max_tokens, 8, "--recommend-memory-tokens");
   at_least(sft.accumulation_steps, 1, "--grad-accum");
   at_least(dpo.accumulation_steps, 1, "--grad-accum");
   at_least(sft.batch_size, 1, "--sft-batch");

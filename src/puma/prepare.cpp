@@ -28,7 +28,7 @@ TaskMemory task_memory(const data::Dataset& ds, const data::Task& task, const em
   uncut.max_tokens = 1 << 30;
   TaskMemory m;
   m.full = agents::puma_memory(ds, task, task.type, embedder, uncut, counter);
-  m.cut = m.full == "none" ? m.full : counter.truncate(m.full, options.max_tokens);
+  m.cut = m.full == "none" ? m.full : counter.truncate(m.full, agents::puma_memory_budget(options, task.type));
   return m;
 }
 

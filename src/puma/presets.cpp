@@ -26,6 +26,7 @@ PipelineOptions PipelineOptions::tiny_preset() {
   o.samples = 4;
   o.max_new_tokens = 48;
   o.sft_weights.function = 4;
+  o.sft_weights.dialogue = 0.5;  // the multi-turn turns: answer, ask, use the reply, stop (dialogue_data.h)
   o.dpo_eval_tasks = 32;
   o.rl.train = o.dpo;  // every weight, as DPO
   o.rl.train.learning_rate = 2e-4;
@@ -48,19 +49,25 @@ PipelineOptions PipelineOptions::cpu_preset() {
   o.shape = {128, 4, 4, 2, 344, /*tie_embeddings=*/true};
   o.prepare.memory.k = 20;
   o.prepare.memory.max_tokens = 64;
-  o.prepare.recommend_length = 5;
+  // Recommendation: the label copies the newest same-category ASINs of the history, so the memory lists ASINs, one
+  // short line each, in a budget of its own: 10 items instead of one (docs/puma.md "Recommendation memory").
+  o.prepare.recommend_length = 3;
+  o.prepare.memory.recommend_layout = agents::RecommendLayout::kAsins;
+  o.prepare.memory.recommend_max_tokens = 128;
   o.sft.epochs = 5;
   o.sft.learning_rate = 2e-3;
   o.sft.batch_size = 16;
   o.sft.accumulation_steps = 1;
   o.sft.warmup_ratio = 0.05;
-  o.sft.max_length = 320;
+  o.sft.max_length = 448;  // a multi-turn example's prompt carries the conversation: 290–420 tokens
   o.sft.group_by_length = true;
   o.sft.lora = false;
   o.sft.eval_every = 300;
   o.sft.log_every = 20;
   // the budget goes to search, the hardest to learn; functions are learnt from a quarter of their examples
-  o.sft_weights = {0.25, 3, 0.5, 0.5};
+  // the multi-turn examples (2.8 per train task) at a tenth: their targets ("Say: …", "stop", a refined call) are
+  // short and regular, and their prompts long (docs/puma.md "Multi-turn data")
+  o.sft_weights = {0.25, 3, 0.5, 0.5, 0.1};
   o.dpo = o.sft;
   o.dpo.epochs = 1;
   o.dpo.learning_rate = 5e-4;

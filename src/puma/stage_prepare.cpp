@@ -4,8 +4,11 @@
 #include <nlohmann/json.hpp>
 
 #include "agents/puma_prompt.h"
+#include "core/error.h"
+#include "core/sys.h"
 #include "core/text.h"
 #include "env/tools.h"
+#include "puma/dialogue_data.h"
 #include "puma/pipeline_run.h"
 
 namespace pwab::puma::stages {
@@ -31,6 +34,39 @@ std::vector<std::string> vocabulary_texts(const data::Dataset& ds) {
   return texts;
 }
 
+// The multi-turn track's step cap (docs/decisions.md §3.3: the scripts use 10), for the teacher's episodes.
+constexpr int kDialogueSteps = 10;
+
+bool wants_dialogue(const PipelineOptions& o) { return o.sft_weights.dialogue > 0 && o.sft_mode != SftMode::kFunction; }
+
+// The multi-turn examples: the teacher's multi-turn episodes of the train tasks (dialogue_data.h).
+void dialogue_data(PipelineRun& run, const agents::TokenCounter& counter) {
+  const PipelineOptions& o = run.o;
+  if (!run.ctx.dialogue_teacher) throw UsageError("prepare: no teacher for the multi-turn data");  // run_pipeline checks
+  std::vector<const data::Task*> tasks;
+  for (const data::Task& t : run.ds.tasks(data::Split::kTrain)) {
+    if (o.train_limit > 0 && static_cast<int>(tasks.size()) >= o.train_limit) break;
+    tasks.push_back(&t);
+  }
+  DialogueOptions d;
+  d.max_steps = kDialogueSteps;
+  d.seed = o.seed;
+  DialogueReport rep;
+  auto examples = dialogue_examples(*run.ctx.env, *run.ctx.dialogue_teacher, tasks, *run.ctx.embedder, counter,
+                                    o.prepare, d, &rep);
+  write_examples(run.data_dir / "dialogue_train.jsonl", examples);
+  json report = json::parse(read_file(run.data_dir / "report.json"));
+  report["dialogue"] = {{"episodes", rep.episodes},   {"examples", rep.examples}, {"skipped", rep.skipped},
+                        {"calls", rep.calls},         {"responds", rep.responds}, {"stops", rep.stops},
+                        {"teacher_avg_steps", rep.episodes ? static_cast<double>(rep.teacher_steps) / rep.episodes : 0.0}};
+  write_json(run.data_dir / "report.json", report);
+  run.steps.log(fmt::format("prepare: {} multi-turn examples from the teacher's {} episodes ({} left out; {:.2f} "
+                            "steps each): {} calls, {} answers to the user, {} stops",
+                            rep.examples, rep.episodes, rep.skipped,
+                            rep.episodes ? static_cast<double>(rep.teacher_steps) / rep.episodes : 0.0, rep.calls,
+                            rep.responds, rep.stops));
+}
+
 }  // namespace
 
 // tokenizer: the from-scratch vocabulary from the dataset's text.
@@ -52,8 +88,11 @@ void prepare_step(PipelineRun& run) {
   run.settings += json{{"k", o.prepare.memory.k}, {"tokens", o.prepare.memory.max_tokens},
                        {"fallback", o.prepare.recommend_fallback == RecommendFallback::kSkip ? "skip" : "recent"},
                        {"recommend_length", o.prepare.recommend_length},
+                       {"recommend_memory", std::string(agents::to_string(o.prepare.memory.recommend_layout))},
+                       {"recommend_memory_tokens", o.prepare.memory.recommend_max_tokens},
                        {"labels", o.search_labels}, {"train_limit", o.train_limit}, {"test_limit", o.test_limit},
-                       {"prompts", std::string(agents::kPumaPromptsVersion)}, {"embedder", embedder.name()}}
+                       {"prompts", std::string(agents::kPumaPromptsVersion)}, {"embedder", embedder.name()},
+                       {"dialogue", wants_dialogue(o) ? json{{"steps", kDialogueSteps}, {"seed", o.seed}} : json(false)}}
                       .dump();
   if (run.steps.skip("prepare", run.data_dir, run.settings)) return;
   auto counter = agents::tokenizer_token_counter(tok::load_tokenizer(run.base));
@@ -73,6 +112,7 @@ void prepare_step(PipelineRun& run) {
                                             {"search_labels_heuristic", rep.search_labels_heuristic}});
   run.steps.log(fmt::format("prepare: {} train parameter examples ({} used), {} D8 fallbacks, {} skipped",
                             rep.examples, used, rep.recommend_fallbacks, rep.skipped));
+  if (wants_dialogue(o)) dialogue_data(run, *counter);
   run.steps.mark("prepare", run.data_dir, run.settings);
 }
 

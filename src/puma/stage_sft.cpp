@@ -47,6 +47,11 @@ std::pair<std::vector<TrainPair>, std::vector<TrainPair>> sft_pairs(const Pipeli
     add_weighted(train, by_type[data::TaskType::kSearch], w.search, run.o.seed, "search");
     add_weighted(train, by_type[data::TaskType::kRecommend], w.recommend, run.o.seed, "recommend");
     add_weighted(train, by_type[data::TaskType::kReview], w.review, run.o.seed, "review");
+    if (w.dialogue > 0) {  // one task gives several examples: each is drawn on its own (the key and the target)
+      std::vector<Example> turns = sft_part(read_examples(run.data_dir / "dialogue_train.jsonl"));
+      for (std::size_t i = 0; i < turns.size(); ++i) turns[i].task += "#" + std::to_string(i);
+      add_weighted(train, turns, w.dialogue, run.o.seed, "dialogue");
+    }
     auto eval_params = pairs_of(read_examples(run.data_dir / "param_test.jsonl"));
     eval.insert(eval.end(), eval_params.begin(), eval_params.end());
   }

@@ -120,6 +120,26 @@ TEST(PumaPrompt, MemoryPerTypeNewestFirstAndCut) {
   EXPECT_EQ(all.rfind(cut, 0), 0u);
   EXPECT_LE(approximate_token_count(cut), 11);
   EXPECT_LT(cut.size(), all.size());
+  // The ASIN layout for recommendation (docs/puma.md "Recommendation memory"): one "ASIN (category)" line per item,
+  // newest first, no separators, under its own budget; the other types keep theirs.
+  PumaMemoryOptions asins;
+  asins.k = 2;
+  asins.recommend_layout = RecommendLayout::kAsins;
+  EXPECT_EQ(puma_memory(ds(), task(0), data::TaskType::kRecommend, embedder, asins, *counter),
+            "B0KETTLE02 (Amazon Home)\nB0KETTLE01 (Amazon Home)\n");
+  EXPECT_EQ(puma_memory(ds(), task(0), data::TaskType::kSearch, embedder, asins, *counter), search);
+  asins.k = 100;
+  asins.max_tokens = 8;
+  asins.recommend_max_tokens = 1000;  // the recommendation budget, not max_tokens, cuts a recommendation memory
+  const std::string all_asins = puma_memory(ds(), task(0), data::TaskType::kRecommend, embedder, asins, *counter);
+  EXPECT_EQ(std::count(all_asins.begin(), all_asins.end(), '\n'), 5) << all_asins;
+  EXPECT_EQ(puma_memory_budget(asins, data::TaskType::kRecommend), 1000);
+  EXPECT_EQ(puma_memory_budget(asins, data::TaskType::kSearch), 8);
+  asins.recommend_max_tokens = 0;
+  EXPECT_EQ(puma_memory_budget(asins, data::TaskType::kRecommend), 8);
+  EXPECT_EQ(parse_recommend_layout("asins", "--recommend-memory"), RecommendLayout::kAsins);
+  EXPECT_EQ(to_string(RecommendLayout::kFull), "full");
+  EXPECT_THROW(parse_recommend_layout("titles", "--recommend-memory"), UsageError);
   // No memory: an empty history, or an unknown function (docs/decisions.md D3).
   EXPECT_EQ(puma_memory(ds(), task(3), data::TaskType::kSearch, embedder, o, *counter), "none");
   EXPECT_EQ(puma_memory(ds(), task(0), std::nullopt, embedder, o, *counter), "none");
@@ -177,13 +197,20 @@ TEST(PumaAgent, RegisteredWithOptionsAndConfig) {
   EXPECT_EQ(c["prompts"], std::string(kPumaPromptsVersion));
   EXPECT_EQ(c["function_model"], "puma puma-lora/" + std::string(kPumaPromptsVersion));
   EXPECT_EQ(c["max_new_tokens"], 256);
+  EXPECT_EQ(c["recommend_memory"], "full");  // the original's layout unless asked
+  EXPECT_EQ(c["recommend_memory_tokens"], 0);
   EXPECT_EQ(json::parse(fx.factory({}, "", 7)->config_json())["memory_length"], 7);
+  json asins = json::parse(
+      fx.factory({{"recommend_memory", "asins"}, {"recommend_memory_tokens", "128"}})->config_json());
+  EXPECT_EQ(asins["recommend_memory"], "asins");
+  EXPECT_EQ(asins["recommend_memory_tokens"], 128);
 
   AgentOptions bad;
   bad.memory = "relevant";
   EXPECT_THROW(parse_puma_options(bad), UsageError);
   for (auto [k, v] : std::vector<std::pair<std::string, std::string>>{
-           {"memory_tokens", "0"}, {"function_model", "gpt"}, {"nope", "1"}, {"function_file", ""}}) {
+           {"memory_tokens", "0"}, {"function_model", "gpt"}, {"nope", "1"}, {"function_file", ""},
+           {"recommend_memory", "titles"}, {"recommend_memory_tokens", "-1"}}) {
     bad = {};
     bad.extra[k] = v;
     EXPECT_THROW(parse_puma_options(bad), UsageError) << k;

@@ -38,6 +38,10 @@ struct World {
   agents::fctest::FixedSearch search{{"B0KETTLE02", "B0KETTLE01"}};
   agents::fctest::FixedRecommend recommend{{"B0SOCKS001", "B0MUG00001"}};
   env::Environment env{ds, &search, &recommend, embedder};
+  pwab::test::TempDir agent_cache;
+  // the multi-turn data's teacher, as `pwab puma` gives it (assemble/training_session.cpp)
+  std::unique_ptr<agents::AgentFactory> teacher =
+      agents::make_agent_factory("heuristic", {}, agents::fctest::context_of(&ds, &embedder, agent_cache.path(), 1));
   std::vector<std::string> log;
 
   PipelineContext context() {
@@ -45,6 +49,7 @@ struct World {
     c.ds = &ds;
     c.embedder = &embedder;
     c.env = &env;
+    c.dialogue_teacher = teacher.get();
     c.log = [this](const std::string& line) { log.push_back(line); };
     return c;
   }
@@ -80,6 +85,14 @@ TEST(PumaPipeline, StepsInOrderAndUsageErrors) {
   PipelineOptions llm_labels = tiny_options(dir.path());
   llm_labels.search_labels = "llm";  // and no labeler in the context
   EXPECT_THROW(run_pipeline(w.context(), llm_labels, "prepare"), UsageError);
+  PipelineContext no_teacher = w.context();
+  no_teacher.dialogue_teacher = nullptr;  // the tiny preset asks for multi-turn examples
+  try {
+    run_pipeline(no_teacher, tiny_options(dir.path()), "prepare");
+    ADD_FAILURE() << "multi-turn data without a teacher";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("needs a teacher agent"), std::string::npos) << e.what();
+  }
   PipelineOptions all_held_out = tiny_options(dir.path());
   all_held_out.holdout = 2000;  // the cpu preset's, on a dataset with fewer train tasks: SFT would have none
   try {
@@ -101,9 +114,17 @@ TEST(PumaPipeline, StopsAtUntilAndResumesByTheSettings) {
   EXPECT_TRUE(first.skipped_steps.empty());
   EXPECT_FALSE(first.have_sft || first.cancelled);
   EXPECT_TRUE(fs::exists(dir / "base" / "tokenizer.model"));
-  for (const char* file : {"function_train.jsonl", "function_test.jsonl", "param_train.jsonl", "param_test.jsonl"})
+  for (const char* file : {"function_train.jsonl", "function_test.jsonl", "param_train.jsonl", "param_test.jsonl",
+                           "dialogue_train.jsonl"})
     EXPECT_GT(fs::file_size(dir / "data" / file), 0u) << file;
   EXPECT_FALSE(fs::exists(dir / "sft")) << "the run went past `until`";
+  // The tiny preset's multi-turn examples: the teacher's steps after its first, counted in the data report.
+  auto data_report = nlohmann::json::parse(pwab::test::read_text(dir / "data" / "report.json"));
+  const auto dialogue = read_examples(dir / "data" / "dialogue_train.jsonl");
+  EXPECT_EQ(data_report["dialogue"]["examples"].get<std::size_t>(), dialogue.size());
+  EXPECT_EQ(data_report["dialogue"]["episodes"].get<std::size_t>(), w.ds.tasks(data::Split::kTrain).size());
+  EXPECT_GT(data_report["dialogue"]["stops"].get<int>(), 0);
+  for (const Example& e : dialogue) EXPECT_NE(e.prompt.find("Conversation so far:"), std::string::npos);
   EXPECT_TRUE(w.logged("tokenizer: running") && w.logged("prepare: running"));
 
   // The same settings: both skipped, nothing rewritten.
