@@ -4,8 +4,8 @@
 // the RL model both run the multi-turn track as the puma agent (`pwab run --track multi --user-sim scripted
 // --local-model`), and the paired difference of their overall R. Acc is reported, whether or not it is above zero.
 // Sized for a 2-core machine: episodes of at most kSteps steps (an SFT model trained without multi-turn examples
-// never stops, so every episode ran to the cap, two generations a step), 50 iterations of 16 tasks × 4 episodes, and the first kTasks
-// test tasks (the puma agent generates one turn at a time: ~1 s a step on 2 cores).
+// never stops, so every episode ran to the cap, two generations a step), 50 iterations of 16 tasks × 4 episodes,
+// and the first kTasks test tasks (one episode at a time: ~1 s a step on 2 cores).
 // Extras: RL seconds, rollouts/s, the runs' scores by type and the difference's interval.
 #include <fmt/format.h>
 
