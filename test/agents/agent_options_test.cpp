@@ -222,7 +222,8 @@ TEST(AgentOptionParsers, EachAgentListsItsKeys) {
   EXPECT_EQ(available(usage_error([&] { parse_interec_options(bad); })),
             "(available: interec_init, interec_memory, max_steps)");
   EXPECT_EQ(available(usage_error([&] { parse_puma_options(bad); })),
-            "(available: memory_tokens, relevance, function_model, function_file, max_new_tokens, tokenizer, rollouts)");
+            "(available: memory_tokens, recommend_memory, recommend_memory_tokens, relevance, function_model, "
+            "function_file, max_new_tokens, tokenizer, rollouts)");
   EXPECT_EQ(available(usage_error([&] { parse_remote_options(bad); })),
             "(available: url, name, token, product_details, timeout, retries, retry_delay, max_in_flight, max_steps)");
   EXPECT_EQ(available(usage_error([&] { parse_heuristic_options(bad); })),
