@@ -86,7 +86,7 @@ class PumaAgent final : public env::Agent {
     (void)track;
     task_ = &task;
     FunctionGuess guess = factory_.predictor().predict(task.instruction, model_.get());
-    dialogue_ = PumaDialogue(guess.function);
+    dialogue_ = PumaDialogue(guess.function, factory_.references(task, guess.function));
     prior_prompt_tokens_ = guess.prompt_tokens;
     prior_completion_tokens_ = guess.completion_tokens;
     memory_ = factory_.memory(task, guess.function);
@@ -133,7 +133,9 @@ PumaOptions parse_puma_options(const AgentOptions& options) {
   m.k = r.memory_length(100);  // PUMA's own default, not D1's 10 (docs/decisions.md)
   m.max_tokens = r.integer("memory_tokens", m.max_tokens, 1, kMaxOptionCount);
   m.recommend_layout = r.choice("recommend_memory", m.recommend_layout,
-                                {{"full", RecommendLayout::kFull}, {"asins", RecommendLayout::kAsins}});
+                                {{"full", RecommendLayout::kFull},
+                                 {"asins", RecommendLayout::kAsins},
+                                 {"numbered", RecommendLayout::kNumbered}});
   m.recommend_max_tokens = r.integer("recommend_memory_tokens", m.recommend_max_tokens, 0, kMaxOptionCount);
   m.relevance = r.relevance(m.relevance);
   r.function_model_or_file(o.function_model, o.function_file);
@@ -155,7 +157,7 @@ bool PumaDialogue::stops_after(const std::string& observation) {
 
 env::Action PumaDialogue::act(std::string_view generated) {
   std::string parameter = puma_generated_part(generated, "### Tool Parameter:\n");
-  env::Action action = puma_action(parameter, function_);
+  env::Action action = puma_action(parameter, function_, references_);
   last_was_respond_ = action.name == env::kRespond;
   turns_.push_back({"Agent", describe_action(action, parameter)});
   return action;
@@ -245,6 +247,12 @@ std::string PumaAgentFactory::memory(const data::Task& task, std::string_view pr
   if (!options_.memory) return "none";
   return puma_memory(*context_.ds, task, env::task_type_of_function(trim(predicted_function)), *context_.embedder,
                      options_.memory_options, *counter_);
+}
+
+std::vector<std::string> PumaAgentFactory::references(const data::Task& task,
+                                                      std::string_view predicted_function) const {
+  if (env::task_type_of_function(trim(predicted_function)) != data::TaskType::kRecommend) return {};
+  return puma_references(*context_.ds, task);
 }
 
 std::string PumaAgentFactory::prompt(const data::Task& task, std::string_view predicted_function,

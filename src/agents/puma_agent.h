@@ -47,7 +47,7 @@ std::string rollout_line(std::string_view task, std::string_view episode, int tu
                          const llm::TokenTrace& tokens, std::string_view text);
 
 //! Reads AgentOptions: memory "" | taskspec | none, memory_length ≥ 1 (default 100), and the extra keys
-//! `memory_tokens` (≥ 1, default 768), `recommend_memory` (full | asins), `recommend_memory_tokens` (0 = memory_tokens),
+//! `memory_tokens` (≥ 1, default 768), `recommend_memory` (full | asins | numbered), `recommend_memory_tokens` (0 = memory_tokens),
 //! `relevance` (full | compact), `function_model` (puma | fasttext | keywords
 //! | llm), `function_file` (PATH), `max_new_tokens`, `tokenizer` (PATH), `rollouts` (PATH). UsageError for anything
 //! else.
@@ -67,7 +67,9 @@ std::string puma_dialogue_text(const std::vector<PumaTurn>& turns);
 //! LLM; PUMA's multi-turn RL (puma/rl.h) with its own sampling, so both act exactly alike.
 class PumaDialogue {
  public:
-  explicit PumaDialogue(std::string function) : function_(std::move(function)) {}
+  //! `references`: what a recommendation's numbers name (puma_references; empty: numbers stand for themselves).
+  explicit PumaDialogue(std::string function, std::vector<std::string> references = {})
+      : function_(std::move(function)), references_(std::move(references)) {}
   //! Takes the observation of the previous action (the user's reply after a respond joins the conversation) and
   //! says whether the agent stops now without asking the model: docs/decisions.md D3, after the one call a function
   //! that names no task tool got ("Unknown action").
@@ -80,6 +82,7 @@ class PumaDialogue {
 
  private:
   std::string function_;
+  std::vector<std::string> references_;
   std::vector<PumaTurn> turns_;
   bool last_was_respond_ = false;
 };
@@ -108,6 +111,9 @@ class PumaAgentFactory final : public AgentFactory {
   //! The task's memory for a predicted function ("none" without memory, for an unknown function or an empty
   //! visible history).
   std::string memory(const data::Task& task, std::string_view predicted_function) const;
+  //! What the numbers of a recommendation parameter name for a predicted function (puma_references when it is the
+  //! recommendation tool, else none).
+  std::vector<std::string> references(const data::Task& task, std::string_view predicted_function) const;
   //! The parameter prompt of a step: the instruction (+ product block for review) + the dialogue so far.
   std::string prompt(const data::Task& task, std::string_view predicted_function, std::string_view memory,
                      const std::vector<PumaTurn>& dialogue) const;

@@ -169,6 +169,7 @@ std::string puma_memory(const data::Dataset& ds, const data::Task& task, std::op
   style.header = false;
   style.recommend_newest_first = true;  // the newest items survive the cut (docs/decisions.md §5.2 step 2)
   style.recommend_layout = options.recommend_layout;
+  style.history_size = history.size();
   return counter.truncate(render_task_memory(items, *type, style), puma_memory_budget(options, type));
 }
 
@@ -177,15 +178,49 @@ int puma_memory_budget(const PumaMemoryOptions& options, std::optional<data::Tas
   return options.max_tokens;
 }
 
-std::string_view to_string(RecommendLayout layout) { return layout == RecommendLayout::kAsins ? "asins" : "full"; }
+std::string_view to_string(RecommendLayout layout) {
+  switch (layout) {
+    case RecommendLayout::kFull: return "full";
+    case RecommendLayout::kAsins: return "asins";
+    case RecommendLayout::kNumbered: return "numbered";
+  }
+  return "full";
+}
 
 RecommendLayout parse_recommend_layout(std::string_view text, std::string_view what) {
   if (text == "full") return RecommendLayout::kFull;
   if (text == "asins") return RecommendLayout::kAsins;
-  throw UsageError(std::string(what) + " must be full or asins, not '" + std::string(text) + "'");
+  if (text == "numbered") return RecommendLayout::kNumbered;
+  throw UsageError(std::string(what) + " must be full, asins or numbered, not '" + std::string(text) + "'");
 }
 
-env::Action puma_action(std::string_view parameter, std::string_view predicted_function) {
+std::vector<std::string> puma_references(const data::Dataset& ds, const data::Task& task) {
+  std::vector<const data::Behaviour*> history = ds.visible_history(task);
+  std::vector<std::string> out;
+  out.reserve(history.size());
+  for (auto it = history.rbegin(); it != history.rend(); ++it) out.push_back(ds.product((*it)->product).parent_asin);
+  return out;
+}
+
+namespace {
+
+// The reference a piece of a recommendation parameter names, when it is a number 1..n of at most 4 digits
+// without a leading zero.
+std::optional<std::size_t> reference_index(std::string_view piece, std::size_t n) {
+  if (piece.empty() || piece.size() > 4 || piece[0] == '0') return std::nullopt;
+  std::size_t value = 0;
+  for (char c : piece) {
+    if (c < '0' || c > '9') return std::nullopt;
+    value = value * 10 + static_cast<std::size_t>(c - '0');
+  }
+  if (value < 1 || value > n) return std::nullopt;
+  return value - 1;
+}
+
+}  // namespace
+
+env::Action puma_action(std::string_view parameter, std::string_view predicted_function,
+                        const std::vector<std::string>& references) {
   std::string_view text = trim(parameter);
   if (text.starts_with("Say:")) return respond_action(trim(text.substr(4)));
   if (text.starts_with("stop")) return {std::string(env::kStop), "{}"};
@@ -199,8 +234,11 @@ env::Action puma_action(std::string_view parameter, std::string_view predicted_f
       return {std::string(env::kAddReview), string_field_json("review", text)};
     case data::TaskType::kRecommend: {
       std::vector<std::string> asins;
-      for (std::string& piece : split_trim(text, ','))
-        if (!piece.empty()) asins.push_back(std::move(piece));
+      for (std::string& piece : split_trim(text, ',')) {
+        if (piece.empty()) continue;
+        if (auto i = reference_index(piece, references.size())) piece = references[*i];
+        asins.push_back(std::move(piece));
+      }
       std::string args;
       JsonWriter(args).begin_object().key("product_sequence").string_array(asins).end_object();
       return {std::string(env::kRecommend), args};

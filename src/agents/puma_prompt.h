@@ -22,9 +22,9 @@
 
 namespace pwab::agents {
 
-//! Changes whenever a PUMA prompt's wording or layout changes: a model is trained for one version, and run
-//! manifests echo it.
-inline constexpr std::string_view kPumaPromptsVersion = "pwab-puma-prompts/1";
+//! Changes whenever a PUMA prompt's wording or layout, or the mapping of its output to actions, changes: a model is
+//! trained for one version, and run manifests echo it. 2: recommendation numbers (puma_action, issue 40).
+inline constexpr std::string_view kPumaPromptsVersion = "pwab-puma-prompts/2";
 
 //! The function-identification prompt (docs/decisions.md §5.1 layout, first line ours), ending with "### Tool:\n".
 std::string puma_function_prompt(std::string_view instruction);
@@ -82,7 +82,7 @@ struct PumaMemoryOptions {
 //! The token budget of a memory for the task type `type` (recommend_max_tokens when set, else max_tokens).
 int puma_memory_budget(const PumaMemoryOptions& options, std::optional<data::TaskType> type);
 
-//! "full" / "asins", and back (UsageError naming `what` for anything else).
+//! "full" / "asins" / "numbered", and back (UsageError naming `what` for anything else).
 std::string_view to_string(RecommendLayout layout);
 RecommendLayout parse_recommend_layout(std::string_view text, std::string_view what);
 
@@ -94,11 +94,17 @@ std::string puma_memory(const data::Dataset& ds, const data::Task& task, std::op
                         const embed::Embedder& embedder, const PumaMemoryOptions& options,
                         const TokenCounter& counter);
 
+//! The ASINs a recommendation parameter may name by number: the task's visible history, newest first, so that
+//! "1" is the newest (RecommendLayout::kNumbered numbers its lines so).
+std::vector<std::string> puma_references(const data::Dataset& ds, const data::Task& task);
+
 //! Maps a generated parameter to the environment action (docs/decisions.md §4.6b, D2, D3): "Say: …" → respond with
 //! the text, "stop…" → stop; otherwise by the predicted function's type: search → {"query"}, review → {"review"},
-//! recommend → {"product_sequence"} split on ',' and trimmed, in the given order, empty pieces dropped. A
-//! function naming no task tool becomes an action of that name (the environment answers "Unknown action": a
-//! wrong function, never review).
-env::Action puma_action(std::string_view parameter, std::string_view predicted_function);
+//! recommend → {"product_sequence"} split on ',' and trimmed, in the given order, empty pieces dropped; a piece
+//! that is a number from 1 to references.size() (at most 4 digits, no leading zero, so never an ISBN-10 ASIN)
+//! stands for references[n − 1], any other piece for itself. A function naming no task tool becomes an action of
+//! that name (the environment answers "Unknown action": a wrong function, never review).
+env::Action puma_action(std::string_view parameter, std::string_view predicted_function,
+                        const std::vector<std::string>& references = {});
 
 }  // namespace pwab::agents

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <mutex>
 
+#include "core/error.h"
 #include "core/py_format.h"
 #include "env/tools.h"
 
@@ -163,11 +164,18 @@ std::string render_task_memory(const std::vector<MemoryItem>& items, data::TaskT
     });
   }
   std::string out = style.header ? task_memory_header(type) : std::string();
-  const bool asin_lines = type == data::TaskType::kRecommend && style.recommend_layout == RecommendLayout::kAsins;
+  const bool lines = type == data::TaskType::kRecommend && style.recommend_layout != RecommendLayout::kFull;
   for (std::size_t i = 0; i < order.size(); ++i) {
-    if (asin_lines) {
+    if (lines) {
       const data::Product& p = *order[i]->product;
-      out += p.parent_asin + " (" + p.main_category + ")\n";
+      if (style.recommend_layout == RecommendLayout::kNumbered) {
+        if (order[i]->position >= style.history_size)
+          throw UsageError("render_task_memory: a numbered memory needs the history's length");
+        out += std::to_string(style.history_size - order[i]->position);
+      } else {
+        out += p.parent_asin;
+      }
+      out += " (" + p.main_category + ")\n";
       continue;
     }
     if (i) out += "|";

@@ -85,6 +85,11 @@ enum class RecommendLayout {
   //! "ASIN (Main Category)\n", one line per item, no "|": about 16 model tokens an item instead of 40–60, so a
   //! 64-token memory shows 4–5 items instead of one (docs/puma.md "Recommendation memory"). Ours, not the original's.
   kAsins,
+  //! "N (Main Category)\n", where N is the item's place in the visible history counted from the newest (1 = the
+  //! newest): the model answers with these numbers and the agent maps them back to ASINs (puma_prompt.h
+  //! puma_action), so recommending is pointing at a line, not copying nine meaningless tokens of an ASIN
+  //! (docs/puma.md "Recommendation memory"). Ours, not the original's.
+  kNumbered,
 };
 
 struct TaskMemoryStyle {
@@ -93,6 +98,8 @@ struct TaskMemoryStyle {
   bool recommend_newest_first = false;  //!< docs/decisions.md §4.6a sorts recommend items oldest first;
                                         //!< PUMA newest first (D9)
   RecommendLayout recommend_layout = RecommendLayout::kFull;
+  //! The length of the visible history the items come from: kNumbered numbers an item history_size − position.
+  std::size_t history_size = 0;
 };
 
 //! The memory text: the header, then the items rendered for `type` and joined with "|" (recommend items

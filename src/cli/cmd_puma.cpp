@@ -337,8 +337,10 @@ void add_puma_options(CLI::App& cmd, PumaArgs& a) {
   cmd.add_option("--memory-k", a.memory_k, "Behaviours retrieved into the memory (0 = no memory; default: preset)");
   cmd.add_option("--memory-tokens", a.memory_tokens, "Memory token budget, BOS included (default: the preset's)");
   cmd.add_option("--recommend-memory", a.recommend_memory, "How the recommendation memory shows an item: full "
-                                                            "(title, category, ASIN; the original's) or asins (one "
-                                                            "'ASIN (category)' line); default: the preset's");
+                                                            "(title, category, ASIN; the original's), asins (one "
+                                                            "'ASIN (category)' line) or numbered (one 'N (category)' "
+                                                            "line; the model answers with the numbers); default: the "
+                                                            "preset's");
   cmd.add_option("--recommend-memory-tokens", a.recommend_memory_tokens,
                  "Token budget of the recommendation memory, BOS included (0 = --memory-tokens; default: preset)");
   add_shared_option(cmd, "--sft-mode", a.sft_mode);

@@ -1,5 +1,6 @@
 #include "puma/dialogue_data.h"
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
@@ -10,7 +11,8 @@
 
 namespace pwab::puma {
 
-std::optional<std::string> puma_text_of_action(const env::Action& action, data::TaskType type, int recommend_length) {
+std::optional<std::string> puma_text_of_action(const env::Action& action, data::TaskType type, int recommend_length,
+                                               const std::vector<std::string>& references) {
   if (action.name == env::kStop) return std::string("stop");
   nlohmann::json args = nlohmann::json::parse(action.arguments_json, nullptr, /*allow_exceptions=*/false);
   if (!args.is_object()) return std::nullopt;
@@ -44,7 +46,8 @@ std::optional<std::string> puma_text_of_action(const env::Action& action, data::
       std::string out;
       for (std::size_t i = asins.size() - n; i < asins.size(); ++i) {
         if (!out.empty()) out += ", ";
-        out += asins[i];
+        auto at = std::find(references.begin(), references.end(), asins[i]);
+        out += at == references.end() ? asins[i] : std::to_string(at - references.begin() + 1);
       }
       return out;
     }
@@ -72,8 +75,12 @@ std::vector<Example> dialogue_examples(const env::Environment& env, const agents
     rep.teacher_steps += episode.steps;
     // The teacher's actions as PUMA would write them; an episode with an action PUMA cannot write is left out.
     std::vector<std::string> texts;
+    const std::vector<std::string> references =
+        task->type == data::TaskType::kRecommend ? agents::puma_references(ds, *task) : std::vector<std::string>{};
+    const bool numbered = prepare.memory.recommend_layout == agents::RecommendLayout::kNumbered;
     for (const env::ActionRecord& a : episode.actions) {
-      auto text = puma_text_of_action(a.action, task->type, prepare.recommend_length);
+      auto text = puma_text_of_action(a.action, task->type, prepare.recommend_length,
+                                      numbered ? references : std::vector<std::string>{});
       if (!text) break;
       texts.push_back(std::move(*text));
     }
@@ -84,7 +91,7 @@ std::vector<Example> dialogue_examples(const env::Environment& env, const agents
     const std::string function(env::task_function(task->type));
     const std::string memory = agents::puma_memory(ds, *task, task->type, embedder, prepare.memory, counter);
     const std::string instruction = agents::puma_instruction_text(ds, *task, task->type);
-    agents::PumaDialogue dialogue(function);
+    agents::PumaDialogue dialogue(function, references);
     for (std::size_t i = 0; i < texts.size(); ++i) {
       if (i > 0) {
         dialogue.stops_after(episode.actions[i - 1].observation);

@@ -43,8 +43,11 @@ struct DialogueReport {
 
 //! The text PUMA writes for a recorded action of a task of type `type` (the inverse of agents::puma_action): a
 //! search query, the ASINs joined with ", " (the last `recommend_length`, as recommend_label keeps them), the review
-//! text, "Say: " + the message of a respond, or "stop". Nullopt for any other tool or malformed arguments.
-std::optional<std::string> puma_text_of_action(const env::Action& action, data::TaskType type, int recommend_length);
+//! text, "Say: " + the message of a respond, or "stop". With `references` (a numbered recommendation memory,
+//! agents::puma_references), an ASIN among them is written as its number (1 + its first place) instead. Nullopt for
+//! any other tool or malformed arguments.
+std::optional<std::string> puma_text_of_action(const env::Action& action, data::TaskType type, int recommend_length,
+                                               const std::vector<std::string>& references = {});
 
 //! The teacher's multi-turn episodes of `tasks` (one each, in order) turned into examples (the task's key, its
 //! type, the prompt, the target, the memory). Deterministic for a deterministic teacher and the same seed.

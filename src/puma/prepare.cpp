@@ -91,11 +91,14 @@ std::string recommend_label(const data::Dataset& ds, const data::Task& task, con
   if (fallback) *fallback = false;
   const std::string& category = ds.product(task.target_product).main_category;
   std::vector<const data::Behaviour*> history = ds.visible_history(task);
+  // Numbered: the item's number in the memory, 1 for the newest (task_memory.h RecommendLayout::kNumbered).
+  const bool numbered = options.memory.recommend_layout == agents::RecommendLayout::kNumbered;
   std::vector<std::string> same, any;
-  for (const data::Behaviour* b : history) {
-    const data::Product& p = ds.product(b->product);
-    any.push_back(p.parent_asin);
-    if (p.main_category == category) same.push_back(p.parent_asin);
+  for (std::size_t i = 0; i < history.size(); ++i) {
+    const data::Product& p = ds.product(history[i]->product);
+    std::string item = numbered ? std::to_string(history.size() - i) : p.parent_asin;
+    any.push_back(item);
+    if (p.main_category == category) same.push_back(std::move(item));
   }
   std::vector<std::string>* chosen = &same;
   if (same.empty()) {

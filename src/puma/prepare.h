@@ -73,7 +73,8 @@ std::vector<Example> function_examples(const data::Dataset& ds, data::Split spli
 
 //! The recommendation label of `task` (docs/decisions.md §5.2, D8): the parent ASINs of the visible history with the
 //! target's main category, stored order, the last `length`, joined with ", ". Empty when none; `fallback` is set when
-//! the D8 (a) rule supplied it.
+//! the D8 (a) rule supplied it. With a numbered recommendation memory (options.memory.recommend_layout) each item is
+//! written as its place in the visible history counted from the newest (agents::puma_references), not its ASIN.
 std::string recommend_label(const data::Dataset& ds, const data::Task& task, const PrepareOptions& options,
                             bool* fallback);
 

@@ -49,10 +49,11 @@ PipelineOptions PipelineOptions::cpu_preset() {
   o.shape = {128, 4, 4, 2, 344, /*tie_embeddings=*/true};
   o.prepare.memory.k = 20;
   o.prepare.memory.max_tokens = 64;
-  // Recommendation: the label copies the newest same-category ASINs of the history, so the memory lists ASINs, one
-  // short line each, in a budget of its own: 10 items instead of one (docs/puma.md "Recommendation memory").
+  // Recommendation: the label is the newest same-category items of the history. The memory lists them one short
+  // numbered line each, in a budget of its own (15 items instead of one), and the model answers with the numbers:
+  // a model this size learnt the ASIN lines' format but never copied an ASIN (docs/puma.md "Recommendation memory").
   o.prepare.recommend_length = 3;
-  o.prepare.memory.recommend_layout = agents::RecommendLayout::kAsins;
+  o.prepare.memory.recommend_layout = agents::RecommendLayout::kNumbered;
   o.prepare.memory.recommend_max_tokens = 128;
   o.sft.epochs = 5;
   o.sft.learning_rate = 2e-3;
@@ -65,9 +66,9 @@ PipelineOptions PipelineOptions::cpu_preset() {
   o.sft.eval_every = 300;
   o.sft.log_every = 20;
   // the budget goes to search, the hardest to learn; functions are learnt from a quarter of their examples
-  // the multi-turn examples (2.8 per train task) at a tenth: their targets ("Say: …", "stop", a refined call) are
-  // short and regular, and their prompts long (docs/puma.md "Multi-turn data")
-  o.sft_weights = {0.25, 3, 0.5, 0.5, 0.1};
+  // the multi-turn examples (2.8 per train task) at a twentieth: their targets ("Say: …", "stop", a refined call)
+  // are short and regular, and at a tenth they cost single-turn search 0.07 (docs/puma.md "Multi-turn data")
+  o.sft_weights = {0.25, 3, 0.5, 0.5, 0.05};
   o.dpo = o.sft;
   o.dpo.epochs = 1;
   o.dpo.learning_rate = 5e-4;

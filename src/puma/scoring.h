@@ -19,7 +19,7 @@ const data::Task& task_of_key(const data::Dataset& ds, const std::string& key);
 
 //! Result accuracy of `parameter` executed as a call of `type`'s task function for `task`: the rank score of the
 //! target for search (the text is the query) and recommendation (split on ',', trimmed, order and duplicates
-//! kept, docs/decisions.md D2), the similarity with the true review for review. An error output scores 0.
+//! kept, docs/decisions.md D2; numbers name the visible history as agents::puma_action says), the similarity with the true review for review. An error output scores 0.
 double score_parameter(const env::Environment& env, const data::Task& task, data::TaskType type,
                        std::string_view parameter);
 

@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
@@ -138,6 +139,21 @@ TEST(PumaPrompt, MemoryPerTypeNewestFirstAndCut) {
   asins.recommend_max_tokens = 0;
   EXPECT_EQ(puma_memory_budget(asins, data::TaskType::kRecommend), 8);
   EXPECT_EQ(parse_recommend_layout("asins", "--recommend-memory"), RecommendLayout::kAsins);
+  // The numbered layout: each item's place in the visible history counted from the newest, which the model writes
+  // and the agent maps back (puma_references, puma_action).
+  const std::vector<std::string> refs = puma_references(ds(), task(0));
+  ASSERT_EQ(refs.size(), 5u);
+  EXPECT_EQ(refs.front(), ds().product(ds().visible_history(task(0)).back()->product).parent_asin);
+  auto number = [&](std::string_view asin) {
+    return std::to_string(std::find(refs.begin(), refs.end(), asin) - refs.begin() + 1);
+  };
+  PumaMemoryOptions numbered;
+  numbered.k = 2;
+  numbered.recommend_layout = RecommendLayout::kNumbered;
+  EXPECT_EQ(puma_memory(ds(), task(0), data::TaskType::kRecommend, embedder, numbered, *counter),
+            number("B0KETTLE02") + " (Amazon Home)\n" + number("B0KETTLE01") + " (Amazon Home)\n");
+  EXPECT_EQ(parse_recommend_layout("numbered", "--recommend-memory"), RecommendLayout::kNumbered);
+  EXPECT_EQ(to_string(RecommendLayout::kNumbered), "numbered");
   EXPECT_EQ(to_string(RecommendLayout::kFull), "full");
   EXPECT_THROW(parse_recommend_layout("titles", "--recommend-memory"), UsageError);
   // No memory: an empty history, or an unknown function (docs/decisions.md D3).
@@ -161,6 +177,16 @@ TEST(PumaPrompt, OutputsMapToActions) {
   env::Action rec = puma_action("B3, B1 ,, B2,B1, ", "get_recommendations_by_history");
   EXPECT_EQ(rec.name, env::kRecommend);
   EXPECT_EQ(json::parse(rec.arguments_json)["product_sequence"], json({"B3", "B1", "B2", "B1"}));
+  // Numbers from 1 to the references' count name them (numbered memory); zero, a leading zero, five digits (an
+  // ISBN-10 ASIN is ten), a number past the history or any other text stand for themselves.
+  const std::vector<std::string> refs = {"NEWEST", "OLDER", "OLDEST"};
+  env::Action numbered = puma_action("2, 1 ,3, 4, B9, 0, 01, 10000, 0312850123", env::kRecommend, refs);
+  EXPECT_EQ(json::parse(numbered.arguments_json)["product_sequence"],
+            json({"OLDER", "NEWEST", "OLDEST", "4", "B9", "0", "01", "10000", "0312850123"}));
+  EXPECT_EQ(json::parse(puma_action("2, 1", env::kRecommend).arguments_json)["product_sequence"], json({"2", "1"}));
+  PumaDialogue dialogue(std::string(env::kRecommend), refs);
+  EXPECT_EQ(json::parse(dialogue.act("3, 1").arguments_json)["product_sequence"], json({"OLDEST", "NEWEST"}));
+  EXPECT_EQ(dialogue.turns().back().text, "called get_recommendations_by_history with: 3, 1");
   // An unknown function is a wrong function, never review (docs/decisions.md D3).
   EXPECT_EQ(puma_action("red kettle", "search_products").name, "search_products");
   EXPECT_EQ(puma_action("red kettle", "").name, "(no function)");
@@ -204,6 +230,7 @@ TEST(PumaAgent, RegisteredWithOptionsAndConfig) {
       fx.factory({{"recommend_memory", "asins"}, {"recommend_memory_tokens", "128"}})->config_json());
   EXPECT_EQ(asins["recommend_memory"], "asins");
   EXPECT_EQ(asins["recommend_memory_tokens"], 128);
+  EXPECT_EQ(json::parse(fx.factory({{"recommend_memory", "numbered"}})->config_json())["recommend_memory"], "numbered");
 
   AgentOptions bad;
   bad.memory = "relevant";

@@ -34,6 +34,10 @@ TEST(PumaDialogueData, ActionsAsPumaWritesThem) {
                                 TaskType::kRecommend, 3),
             "A2, A3, A4");
   EXPECT_EQ(puma_text_of_action(act(env::kRecommend, {{"product_sequence", {"A1"}}}), TaskType::kRecommend, 3), "A1");
+  // with a numbered memory's references (newest first), an ASIN among them is written as its number
+  EXPECT_EQ(puma_text_of_action(act(env::kRecommend, {{"product_sequence", {"A1", "A2", "A9", "A4"}}}),
+                                TaskType::kRecommend, 3, {"A4", "A3", "A2", "A1"}),
+            "3, A9, 1");
   // what PUMA cannot write: another tool, the wrong task function, a multi-line message, malformed arguments
   EXPECT_FALSE(puma_text_of_action(act(env::kProductDetails, {{"asin", "A1"}}), TaskType::kSearch, 3));
   EXPECT_FALSE(puma_text_of_action(act(env::kSearch, {{"query", "kettle"}}), TaskType::kReview, 3));

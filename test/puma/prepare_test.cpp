@@ -83,6 +83,19 @@ TEST(PumaPrepare, RecommendLabelsSameCategoryThenD8) {
   o.recommend_fallback = RecommendFallback::kSkip;
   EXPECT_EQ(recommend_label(ds(), train[2], o, &fallback), "");
   EXPECT_EQ(recommend_label(ds(), train[4], PrepareOptions{}, &fallback), "");  // no history at all
+
+  // A numbered memory (issue 40): each item as its place counted from the newest, which the agent maps back to the
+  // same ASINs, in the same order.
+  PrepareOptions numbered;
+  numbered.memory.recommend_layout = agents::RecommendLayout::kNumbered;
+  const std::vector<std::string> refs = agents::puma_references(ds(), train[1]);
+  EXPECT_EQ(refs, (std::vector<std::string>{"B0SOCKS001", "B0MUG00001", "B0KETTLE02", "B0SHIRT001", "B0KETTLE01"}));
+  EXPECT_EQ(recommend_label(ds(), train[1], numbered, &fallback), "4, 1");
+  EXPECT_EQ(json::parse(agents::puma_action("4, 1", env::kRecommend, refs).arguments_json)["product_sequence"],
+            json({"B0SHIRT001", "B0SOCKS001"}));
+  numbered.recommend_length = 2;
+  EXPECT_EQ(recommend_label(ds(), train[2], numbered, &fallback), "2, 1");  // D8 (a): the two newest of any kind
+  EXPECT_TRUE(fallback);
 }
 
 TEST(PumaPrepare, ParamExamplesWithHeuristicLabels) {

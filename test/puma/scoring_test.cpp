@@ -5,9 +5,11 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include "agents/fc_test_util.h"
+#include "agents/puma_prompt.h"
 #include "core/error.h"
 #include "core/sys.h"
 #include "support/test_support.h"
@@ -32,6 +34,15 @@ TEST(PumaScoring, ParametersByType) {
   World w;
   EXPECT_DOUBLE_EQ(score_parameter(w.env, task(0), data::TaskType::kSearch, "red kettle"), 0.5);
   EXPECT_DOUBLE_EQ(score_parameter(w.env, task(1), data::TaskType::kRecommend, "B0KETTLE01, B0SHIRT001"), 1.0);
+  // Numbers name the visible history, newest first, as in the agent (agents::puma_action).
+  const std::vector<std::string> refs = agents::puma_references(ds(), task(1));
+  auto number = [&](std::string_view asin) {
+    return std::to_string(std::find(refs.begin(), refs.end(), asin) - refs.begin() + 1);
+  };
+  ASSERT_LT(std::stoul(number("B0SHIRT001")), refs.size() + 1);
+  EXPECT_DOUBLE_EQ(score_parameter(w.env, task(1), data::TaskType::kRecommend,
+                                   number("B0KETTLE01") + ", " + number("B0SHIRT001")),
+                   1.0);
   EXPECT_DOUBLE_EQ(score_parameter(w.env, task(2), data::TaskType::kReview, "A great kettle."), 1.0);
   EXPECT_DOUBLE_EQ(score_parameter(w.env, task(2), data::TaskType::kReview, "Nice socks."), 0.0);
   // No task call: a question or a stop.
