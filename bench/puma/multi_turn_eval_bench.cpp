@@ -34,7 +34,7 @@ std::string run_command(const Context& ctx, const fs::path& out, int concurrency
   const fs::path model = cpu_run(ctx) / "sft" / "model";
   return fmt::format("{} run --quiet --data {} --track multi --user-sim scripted --agent puma --model puma-sft "
                      "--local-model {} --agent-opt tokenizer={} --memory-length 20 --agent-opt memory_tokens=64 "
-                     "--agent-opt recommend_memory=asins --agent-opt recommend_memory_tokens=128 --max-steps {} "
+                     "--agent-opt recommend_memory=numbered --agent-opt recommend_memory_tokens=128 --max-steps {} "
                      "--concurrency {} {} --out {} >> {} 2>&1",
                      pwab_binary(ctx).string(), full_dataset_dir(ctx).string(), model.string(), model.string(), kSteps,
                      concurrency, tasks.empty() ? "" : "--tasks " + tasks, out.string(),

@@ -55,7 +55,7 @@ const int registered = add({
         fs::remove_all(run);
         time_command(fmt::format("{} run --quiet --data {} --track multi --user-sim scripted --agent puma --model "
                                  "puma-{} --local-model {} --agent-opt tokenizer={} --memory-length 20 "
-                                 "--agent-opt memory_tokens=64 --agent-opt recommend_memory=asins "
+                                 "--agent-opt memory_tokens=64 --agent-opt recommend_memory=numbered "
                                  "--agent-opt recommend_memory_tokens=128 --max-steps {} --tasks 0:{} --out {} >> {} "
                                  "2>&1",
                                  pwab, data.string(), which, (out / which / "model").string(),
