@@ -251,8 +251,7 @@ std::string PumaAgentFactory::memory(const data::Task& task, std::string_view pr
 
 std::vector<std::string> PumaAgentFactory::references(const data::Task& task,
                                                       std::string_view predicted_function) const {
-  if (env::task_type_of_function(trim(predicted_function)) != data::TaskType::kRecommend) return {};
-  return puma_references(*context_.ds, task);
+  return puma_references(*context_.ds, task, env::task_type_of_function(trim(predicted_function)));
 }
 
 std::string PumaAgentFactory::prompt(const data::Task& task, std::string_view predicted_function,

@@ -202,6 +202,12 @@ std::vector<std::string> puma_references(const data::Dataset& ds, const data::Ta
   return out;
 }
 
+std::vector<std::string> puma_references(const data::Dataset& ds, const data::Task& task,
+                                         std::optional<data::TaskType> type) {
+  if (type != data::TaskType::kRecommend) return {};
+  return puma_references(ds, task);
+}
+
 namespace {
 
 // The reference a piece of a recommendation parameter names, when it is a number 1..n of at most 4 digits

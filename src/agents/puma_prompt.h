@@ -97,6 +97,10 @@ std::string puma_memory(const data::Dataset& ds, const data::Task& task, std::op
 //! The ASINs a recommendation parameter may name by number: the task's visible history, newest first, so that
 //! "1" is the newest (RecommendLayout::kNumbered numbers its lines so).
 std::vector<std::string> puma_references(const data::Dataset& ds, const data::Task& task);
+//! The same for a parameter of the function of `type`: empty unless it is recommendation (only there do numbers
+//! name items; elsewhere a number is text).
+std::vector<std::string> puma_references(const data::Dataset& ds, const data::Task& task,
+                                         std::optional<data::TaskType> type);
 
 //! Maps a generated parameter to the environment action (docs/decisions.md §4.6b, D2, D3): "Say: …" → respond with
 //! the text, "stop…" → stop; otherwise by the predicted function's type: search → {"query"}, review → {"review"},

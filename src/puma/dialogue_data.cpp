@@ -75,8 +75,7 @@ std::vector<Example> dialogue_examples(const env::Environment& env, const agents
     rep.teacher_steps += episode.steps;
     // The teacher's actions as PUMA would write them; an episode with an action PUMA cannot write is left out.
     std::vector<std::string> texts;
-    const std::vector<std::string> references =
-        task->type == data::TaskType::kRecommend ? agents::puma_references(ds, *task) : std::vector<std::string>{};
+    const std::vector<std::string> references = agents::puma_references(ds, *task, task->type);
     const bool numbered = prepare.memory.recommend_layout == agents::RecommendLayout::kNumbered;
     for (const env::ActionRecord& a : episode.actions) {
       auto text = puma_text_of_action(a.action, task->type, prepare.recommend_length,

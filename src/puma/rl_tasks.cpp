@@ -70,9 +70,8 @@ class MultiTurnEpisode final : public RlEpisode {
   void take(const std::string& completion) override {
     if (!dialogue_) {  // the function, once; then the episode starts as the runner starts it
       const std::string function = agents::puma_function_from_completion(completion);
-      dialogue_.emplace(function, env::task_type_of_function(trim(function)) == data::TaskType::kRecommend
-                                      ? agents::puma_references(world_.env->dataset(), task_)
-                                      : std::vector<std::string>{});
+      dialogue_.emplace(function, agents::puma_references(world_.env->dataset(), task_,
+                                                          env::task_type_of_function(trim(function))));
       memory_ = agents::puma_memory(world_.env->dataset(), task_, env::task_type_of_function(dialogue_->function()),
                                     *world_.embedder, world_.memory, *world_.counter);
       runner::EpisodeOptions options;

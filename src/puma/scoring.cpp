@@ -34,9 +34,8 @@ double score_parameter(const env::Environment& env, const data::Task& task, data
                        std::string_view parameter) {
   // The same mapping as the runtime agent (a "Say:" or "stop" output is no task call: 0).
   // Numbers name the visible history, newest first (agents::puma_action), as in the agent.
-  env::Action action = agents::puma_action(
-      parameter, env::task_function(type),
-      type == data::TaskType::kRecommend ? agents::puma_references(env.dataset(), task) : std::vector<std::string>{});
+  env::Action action =
+      agents::puma_action(parameter, env::task_function(type), agents::puma_references(env.dataset(), task, type));
   if (!env::task_type_of_function(action.name)) return 0.0;
   env::ToolOutput output = env.call_tool(action.name, action.arguments_json);
   return env::score_attempt(env.dataset(), task, action.name, output, env.embedder()).result_acc;
