@@ -144,6 +144,10 @@ TEST(PumaPrompt, MemoryPerTypeNewestFirstAndCut) {
   const std::vector<std::string> refs = puma_references(ds(), task(0));
   ASSERT_EQ(refs.size(), 5u);
   EXPECT_EQ(refs.front(), ds().product(ds().visible_history(task(0)).back()->product).parent_asin);
+  // Only a recommendation's numbers name items: for another function (or an unknown one) a number is text.
+  EXPECT_EQ(puma_references(ds(), task(0), data::TaskType::kRecommend), refs);
+  EXPECT_TRUE(puma_references(ds(), task(0), data::TaskType::kSearch).empty());
+  EXPECT_TRUE(puma_references(ds(), task(0), std::nullopt).empty());
   auto number = [&](std::string_view asin) {
     return std::to_string(std::find(refs.begin(), refs.end(), asin) - refs.begin() + 1);
   };
