@@ -24,7 +24,7 @@ step "search_product_by_query: 'wireless earbuds with long battery life'"
 "$pwab" search --data "$data" "wireless earbuds with long battery life"
 
 step "train SASRec on the history + train behaviours"
-"$pwab" rec train "$data" --epochs 300 --eval-every 0 --resume
+"$pwab" rec train "$data" --resume
 asins=$("$pwab" index docs --data "$data" | awk -F'\t' 'NR <= 3 { printf "%s ", $1 }')
 step "get_recommendations_by_history: $asins"
 # shellcheck disable=SC2086

@@ -19,6 +19,7 @@ constexpr SharedFlag kFlags[] = {
     {"--top-k", "results", "Results per search or recommendation call"},
     {"--top-k", "sampling", "Sample from the k most likely tokens (0 = all)"},
     {"--k", "", "Results to print"},
+    {"--k", "cutoff", "Cut-off of the hit rate and NDCG (HR@k, NDCG@k)"},
     {"--split", "", "Task split: test or train"},
     {"--users", "dataset", "Users in the dataset (build: sampled from the raw data; synth: default by scale)"},
     {"--users", "evaluated", "Users evaluated, a seeded sample (0: all)"},

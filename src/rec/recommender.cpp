@@ -168,4 +168,24 @@ std::size_t Recommender::n_candidates() const { return impl_->items.size(); }
 const ModelShape& Recommender::shape() const { return impl_->model->shape(); }
 std::string Recommender::description() const { return impl_->description; }
 
+std::string_view loss_name(Loss loss) { return loss == Loss::kSoftmax ? "softmax" : "bce"; }
+
+Loss parse_loss(std::string_view name) {
+  if (name == "bce") return Loss::kBinary;
+  if (name == "softmax") return Loss::kSoftmax;
+  throw UsageError("rec train: loss is bce or softmax, not '" + std::string(name) + "'");
+}
+
+TrainOptions original_recipe() {
+  TrainOptions o;
+  o.epochs = 200;
+  o.batch_size = 128;
+  o.lr = 1e-3;
+  o.dropout = 0.5;
+  o.loss = Loss::kBinary;
+  o.eval_every = 10;
+  o.eval_negatives = 100;
+  return o;
+}
+
 }  // namespace pwab::rec

@@ -76,15 +76,28 @@ struct EpochReport {
   double hr10 = 0, ndcg10 = 0;
 };
 
+//! The training objective. kBinary is the original's: BCE of the next item against one sampled negative per
+//! position. kSoftmax is cross-entropy of the next item over every candidate (a full softmax), which ranks
+//! the next item against all 35,772 items as get_recommendations_by_history does; docs/recommender.md has the
+//! figures that made it an option.
+enum class Loss { kBinary, kSoftmax };
+
+//! "bce" or "softmax"; parse_loss throws pwab::UsageError on anything else.
+std::string_view loss_name(Loss loss);
+Loss parse_loss(std::string_view name);
+
+//! Defaults: pwab's recipe, which ranks the next item over every candidate (docs/recommender.md, "Training:
+//! pwab's recipe and the original's"). original_recipe() gives the original PersonalWAB's.
 struct TrainOptions {
-  int epochs = 200;            //!< total epochs (a resumed run continues up to this number)
-  int batch_size = 128;
-  double lr = 1e-3;
+  int epochs = 30;             //!< total epochs (a resumed run continues up to this number)
+  int batch_size = 32;
+  double lr = 2e-3;
   double beta1 = 0.9, beta2 = 0.98;
-  double dropout = 0.5;
+  double dropout = 0.2;
+  Loss loss = Loss::kSoftmax;
   ModelShape shape;
-  int eval_every = 10;         //!< validation (and a checkpoint) every N epochs; 0 = only at the end
-  int eval_negatives = 100;    //!< sampled negatives per validation user
+  int eval_every = 5;          //!< validation (and a checkpoint) every N epochs; 0 = only at the end
+  int eval_negatives = 0;      //!< sampled negatives per validation user; 0 = rank among every candidate
   uint64_t seed = 1;
   int num_threads = 0;         //!< libtorch intra-op threads; 0 = all hardware threads
   bool resume = false;         //!< continue from `out` if it exists (same dataset and options)
@@ -92,6 +105,10 @@ struct TrainOptions {
   //! Called after every epoch; returning false stops training there (the checkpoint is written first).
   std::function<bool(const EpochReport&)> on_epoch;
 };
+
+//! The original PersonalWAB recipe (recommender/main.py): BCE against one sampled negative, batch 128, Adam
+//! lr 1e-3, dropout 0.5, 200 epochs, validation against 100 sampled negatives every 10 epochs.
+TrainOptions original_recipe();
 
 struct TrainReport {
   int first_epoch = 1;        //!< 1 for a fresh run, the checkpoint's epoch + 1 after resume

@@ -104,7 +104,8 @@ Batch make_batch(const std::vector<const UserSequence*>& users, const ItemMap& i
 
 struct Validation {
   std::vector<const UserSequence*> users;
-  std::vector<std::vector<int64_t>> candidates;  //!< [validation item, negatives...] per user, fixed for the run
+  //! [validation item, negatives...] per user, fixed for the run; empty when ranking over every candidate.
+  std::vector<std::vector<int64_t>> candidates;
 };
 
 Validation make_validation(const TrainingData& data, const ItemMap& items, const TrainOptions& options) {
@@ -112,16 +113,26 @@ Validation make_validation(const TrainingData& data, const ItemMap& items, const
   Rng rng(derive_seed(options.seed, 0xE7A1));
   for (const auto& user : data.users) {
     if (!user.validation || v.users.size() >= kMaxValidationUsers) continue;
+    v.users.push_back(&user);
+    if (options.eval_negatives == 0) continue;
     std::vector<int64_t> candidates = {user.validation};
     for (int i = 0; i < options.eval_negatives; ++i) candidates.push_back(sample_negative(items, user, rng));
-    v.users.push_back(&user);
     v.candidates.push_back(std::move(candidates));
   }
   return v;
 }
 
-//! HR@10 and NDCG@10 of the validation item among its sampled negatives (a tie counts against it).
-std::pair<double, double> evaluate(Sasrec& model, const Validation& v) {
+//! 0 for a candidate row, a large negative number for the padding row and ids outside the item map, so that
+//! adding it to a row of logits leaves only the candidates in play.
+torch::Tensor candidate_bias(const ItemMap& items, int64_t item_rows) {
+  std::vector<float> bias(static_cast<std::size_t>(item_rows), -1e9f);
+  for (int64_t id : items.ids()) bias[static_cast<std::size_t>(id)] = 0;
+  return torch::from_blob(bias.data(), {item_rows}, torch::kFloat32).clone();
+}
+
+//! HR@10 and NDCG@10 of the validation item, ranked among its sampled negatives or, with no sample, among
+//! every candidate as serving ranks (a tie counts against it).
+std::pair<double, double> evaluate(Sasrec& model, const Validation& v, const torch::Tensor& not_candidate) {
   if (v.users.empty()) return {0, 0};
   torch::NoGradGuard no_grad;
   model->eval();
@@ -130,14 +141,23 @@ std::pair<double, double> evaluate(Sasrec& model, const Validation& v) {
   for (std::size_t start = 0; start < v.users.size(); start += 256) {
     std::size_t end = std::min(v.users.size(), start + 256);
     std::vector<torch::Tensor> seqs, candidates;
+    std::vector<int64_t> targets;
     for (std::size_t i = start; i < end; ++i) {
       seqs.push_back(right_aligned(v.users[i]->train, maxlen));
-      candidates.push_back(torch::tensor(v.candidates[i], torch::kLong));
+      if (!v.candidates.empty()) candidates.push_back(torch::tensor(v.candidates[i], torch::kLong));
+      targets.push_back(v.users[i]->validation);
     }
-    auto state = model->encode(torch::cat(seqs)).select(1, -1);                  // [b, hidden]
-    auto rows = model->item_table().index({torch::stack(candidates)});            // [b, 1 + negatives, hidden]
-    auto scores = (rows * state.unsqueeze(1)).sum(-1);                             // [b, 1 + negatives]
-    auto rank = (scores.slice(1, 1) >= scores.slice(1, 0, 1)).sum(1);               // negatives at least as good
+    auto state = model->encode(torch::cat(seqs)).select(1, -1);                   // [b, hidden]
+    torch::Tensor rank;
+    if (v.candidates.empty()) {
+      auto scores = torch::matmul(state, model->item_table().t()) + not_candidate;  // [b, item rows]
+      auto target = scores.gather(1, torch::tensor(targets, torch::kLong).unsqueeze(1));
+      rank = (scores >= target).sum(1) - 1;                                         // others at least as good
+    } else {
+      auto rows = model->item_table().index({torch::stack(candidates)});            // [b, 1 + negatives, hidden]
+      auto scores = (rows * state.unsqueeze(1)).sum(-1);                             // [b, 1 + negatives]
+      rank = (scores.slice(1, 1) >= scores.slice(1, 0, 1)).sum(1);                   // negatives at least as good
+    }
     auto* r = rank.data_ptr<int64_t>();
     for (int64_t i = 0; i < rank.size(0); ++i)
       if (r[i] < 10) {
@@ -222,7 +242,7 @@ void write_checkpoint(const fs::path& out, Sasrec& model, torch::optim::Adam& op
       {"best_epoch", state.best.empty() ? state.epoch : state.best_epoch},
       {"best_hr10", state.best_hr10},
       {"best_ndcg10", std::max(0.0, state.best_ndcg10)},
-      {"training", {{"batch_size", o.batch_size}, {"lr", o.lr}, {"betas", {o.beta1, o.beta2}}, {"seed", o.seed},
+      {"training", {{"loss", loss_name(o.loss)}, {"batch_size", o.batch_size}, {"lr", o.lr}, {"betas", {o.beta1, o.beta2}}, {"seed", o.seed},
                     {"eval_every", o.eval_every}, {"eval_negatives", o.eval_negatives}, {"epochs", o.epochs}}},
       {"history", state.history},
       {"probes", make_probes(served, model->item_rows(), o.shape, data, items)}};
@@ -248,6 +268,12 @@ TrainingState resume_from(const fs::path& out, Sasrec& model, torch::optim::Adam
       throw Error(what + ": the checkpoint's model configuration " + meta.at("config").dump() +
                   " differs from the options " + config_json(o, model->item_rows()).dump());
     if (checkpoint.latest.empty()) throw Error(what + ": the checkpoint holds no training state");
+    // Checkpoints from before the option trained with BCE.
+    const auto& training = meta.at("training");
+    const std::string loss = training.contains("loss") ? training.at("loss").get<std::string>() : "bce";
+    if (loss != loss_name(o.loss))
+      throw Error(what + ": the checkpoint was trained with loss " + loss + ", the options say " +
+                  std::string(loss_name(o.loss)));
     state.epoch = meta.at("epoch").get<int>();
     state.best_epoch = meta.at("best_epoch").get<int>();
     state.best_hr10 = meta.at("best_hr10").get<double>();
@@ -282,7 +308,8 @@ void check_options(const TrainOptions& o) {
   if (o.shape.maxlen <= 0 || o.shape.hidden <= 0 || o.shape.blocks <= 0 || o.shape.heads <= 0 ||
       o.shape.hidden % o.shape.heads != 0)
     throw bad("invalid model shape (hidden must be a multiple of heads)");
-  if (o.eval_every < 0 || o.eval_negatives <= 0) throw bad("eval_every must be >= 0 and eval_negatives positive");
+  if (o.eval_every < 0 || o.eval_negatives < 0)
+    throw bad("eval_every must be >= 0 and eval_negatives >= 0 (0: rank among every candidate)");
 }
 
 std::string clock_text(double seconds) {
@@ -308,18 +335,28 @@ double run_epoch(Sasrec& model, torch::optim::Adam& optimizer, const TrainingDat
   for (const auto& u : data.users) order.push_back(&u);
   rng.shuffle(order);
   model->train();
+  const torch::Tensor not_candidate = candidate_bias(items, model->item_rows());
   double total = 0;
   int batches = 0;
   for (std::size_t start = 0; start < order.size(); start += o.batch_size) {
     std::vector<const UserSequence*> users(order.begin() + start, order.begin() + std::min(order.size(), start + o.batch_size));
     Batch batch = make_batch(users, items, o.shape.maxlen, rng);
     auto states = model->encode(batch.inputs);
-    auto positive = (states * model->item_table().index({batch.positives})).sum(-1);
-    auto negative = (states * model->item_table().index({batch.negatives})).sum(-1);
     auto mask = batch.positives != 0;
-    auto pos = positive.masked_select(mask), neg = negative.masked_select(mask);
-    auto loss = torch::binary_cross_entropy_with_logits(pos, torch::ones_like(pos)) +
-                torch::binary_cross_entropy_with_logits(neg, torch::zeros_like(neg));
+    torch::Tensor loss;
+    if (o.loss == Loss::kSoftmax) {
+      // Every position's state against the whole item table; rows that are no candidate (padding row 0, gaps
+      // in an original item map) get a large negative bias, so the softmax is over the candidates alone.
+      auto h = states.index({mask});                                             // [positions, hidden]
+      auto logits = torch::matmul(h, model->item_table().t()) + not_candidate;   // [positions, item rows]
+      loss = torch::nn::functional::cross_entropy(logits, batch.positives.index({mask}));
+    } else {
+      auto positive = (states * model->item_table().index({batch.positives})).sum(-1);
+      auto negative = (states * model->item_table().index({batch.negatives})).sum(-1);
+      auto pos = positive.masked_select(mask), neg = negative.masked_select(mask);
+      loss = torch::binary_cross_entropy_with_logits(pos, torch::ones_like(pos)) +
+             torch::binary_cross_entropy_with_logits(neg, torch::zeros_like(neg));
+    }
     optimizer.zero_grad();
     loss.backward();
     optimizer.step();
@@ -367,7 +404,7 @@ TrainReport train(const data::Dataset& ds, const TrainOptions& options, const fs
     r.evaluated = !validation.users.empty() && ((options.eval_every > 0 && epoch % options.eval_every == 0) || last);
     nlohmann::json entry = {{"epoch", epoch}, {"loss", r.loss}};
     if (r.evaluated) {
-      std::tie(r.hr10, r.ndcg10) = evaluate(model, validation);
+      std::tie(r.hr10, r.ndcg10) = evaluate(model, validation, candidate_bias(items, model->item_rows()));
       entry["hr10"] = r.hr10;
       entry["ndcg10"] = r.ndcg10;
       if (r.ndcg10 > state.best_ndcg10) {

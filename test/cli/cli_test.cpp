@@ -2,6 +2,7 @@
 #include "cli/cli.h"
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cstdlib>
@@ -79,7 +80,35 @@ TEST(Cli, IndexSearchTrainRecommend) {
 
   EXPECT_EQ(run_binary("recommend --data " + data + " B0ANY", &out), 1);
   EXPECT_NE(out.find("run `pwab rec train"), std::string::npos) << out;
+  EXPECT_EQ(run_binary("rec eval " + data, &out), 1);
+  EXPECT_NE(out.find("run `pwab rec train"), std::string::npos) << out;
   ASSERT_EQ(run_binary("rec train " + data + " --epochs 2 --eval-every 0", &out), 0) << out;
+
+  // The held-out evaluation: a table with the model and both baselines, or JSON; either recipe's checkpoint.
+  ASSERT_EQ(run_binary("rec eval " + data, &out), 0) << out;
+  for (const char* row : {"held-out test purchases", "HR@10", "sasrec", "most-popular", "last-item successors"})
+    EXPECT_NE(out.find(row), std::string::npos) << row << "\n" << out;
+  auto original = (dir / "original.pwab").string();
+  ASSERT_EQ(run_binary("rec train " + data + " --recipe original --epochs 2 --out " + original, &out), 0) << out;
+  ASSERT_EQ(run_binary("rec eval " + data + " --checkpoint " + original + " --k 5 --json", &out), 0) << out;
+  auto report = nlohmann::json::parse(out);
+  EXPECT_EQ(report["k"], 5);
+  EXPECT_GT(report["cases"].get<int>(), 50);
+  EXPECT_EQ(report["most_popular"]["distinct_items"], 5);
+  for (const char* ranker : {"sasrec", "most_popular", "successors"}) {
+    double hr = report[ranker]["hr"].get<double>();
+    EXPECT_TRUE(hr >= 0 && hr <= 1) << ranker << " " << hr;
+  }
+  // The recipe is recorded in the checkpoint: resuming it with another model or objective is refused, with
+  // the same recipe it continues.
+  EXPECT_EQ(run_binary("rec train " + data + " --epochs 3 --resume --out " + original, &out), 1) << out;
+  EXPECT_NE(out.find("differs from the options"), std::string::npos) << out;
+  EXPECT_EQ(run_binary("rec train " + data + " --epochs 3 --dropout 0.5 --resume --out " + original, &out), 1) << out;
+  EXPECT_NE(out.find("trained with loss bce, the options say softmax"), std::string::npos) << out;
+  ASSERT_EQ(run_binary("rec train " + data + " --recipe original --epochs 3 --resume --out " + original, &out), 0)
+      << out;
+  EXPECT_NE(out.find("trained epochs 3-3"), std::string::npos) << out;
+  EXPECT_EQ(run_binary("rec train " + data + " --recipe newest", &out), 2) << out;
   std::string asin = first.substr(0, 10);
   ASSERT_EQ(run_binary("recommend --data " + data + " " + asin + " B0NOTREAL", &out), 0) << out;
   EXPECT_EQ(count_lines(out), 10);
@@ -100,7 +129,7 @@ TEST(Cli, FirstRunTrainsAndCachesTheRecommender) {
   EXPECT_NE(out.find("--agent-url"), std::string::npos) << out;
   EXPECT_FALSE(std::filesystem::exists(ckpt));
   ASSERT_EQ(run_binary(run + (dir / "r1").string(), &out), 0) << out;
-  EXPECT_NE(out.find("no recommender checkpoint yet; training SASRec (200 epochs)"), std::string::npos) << out;
+  EXPECT_NE(out.find("no recommender checkpoint yet; training SASRec (30 epochs)"), std::string::npos) << out;
   EXPECT_NE(out.find("SASRec trained in"), std::string::npos) << out;
   EXPECT_TRUE(std::filesystem::exists(ckpt));
   EXPECT_FALSE(std::filesystem::exists(ckpt.string() + ".partial"));
