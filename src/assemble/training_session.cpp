@@ -1,15 +1,28 @@
 // src/assemble/training_session.cpp: PUMA's pipeline over a dataset's environment (training_session.h).
 #include "assemble/training_session.h"
 
+#include <map>
+
 #include "assemble/services.h"
+#include "core/error.h"
 #include "data/loader.h"
 #include "models/torch_models.h"
 
 namespace pwab::assemble {
 
+//! The environment behind training rewards (PipelineOptions::reward_checkpoint): the session's search and embedder
+//! with a recommender of its own.
+struct RewardWorld {
+  std::unique_ptr<rec::Recommender> recommender;
+  std::unique_ptr<env::SasrecRecommend> recommend;
+  std::unique_ptr<env::Environment> environment;
+};
+
 struct TrainingSession::Impl {
   data::Dataset ds;
   DatasetEnvironment world;
+  int top_k = 10;
+  std::map<std::filesystem::path, RewardWorld> reward_worlds;  // opened on first use, by checkpoint
   std::unique_ptr<agents::AgentFactory> teacher;  // the multi-turn data's teacher (puma/dialogue_data.h)
   puma::PipelineContext ctx;
 };
@@ -20,6 +33,7 @@ TrainingSession::TrainingSession(const TrainingConfig& config, const RunModels& 
   impl_->ds = data::load_dataset(config.data);
   impl_->world = open_environment(impl_->ds, config.data, {config.index_dir, config.checkpoint, hooks.status},
                                   open_embedder(config.embedder, impl_->ds, config.data), config.top_k);
+  impl_->top_k = config.top_k;
   puma::PipelineContext& ctx = impl_->ctx;
   ctx.ds = &impl_->ds;
   ctx.embedder = impl_->world.embedder.get();
@@ -44,7 +58,24 @@ TrainingSession::TrainingSession(const TrainingConfig& config, const RunModels& 
 TrainingSession::~TrainingSession() = default;
 
 puma::PipelineReport TrainingSession::run(const puma::PipelineOptions& options, const std::string& until) {
-  return models::torch_models().run_puma_pipeline(impl_->ctx, options, until);
+  puma::PipelineContext ctx = impl_->ctx;
+  if (!options.reward_checkpoint.empty()) {
+    auto [it, fresh] = impl_->reward_worlds.try_emplace(options.reward_checkpoint);
+    RewardWorld& w = it->second;
+    if (fresh) {
+      if (!std::filesystem::exists(options.reward_checkpoint)) {
+        impl_->reward_worlds.erase(it);
+        throw Error("no recommender checkpoint at " + options.reward_checkpoint.string() +
+                    " (--reward-checkpoint; `pwab rec train DATA --hold-out-train --out FILE` makes one)");
+      }
+      w.recommender = rec::Recommender::load(options.reward_checkpoint, impl_->ds);
+      w.recommend = std::make_unique<env::SasrecRecommend>(*w.recommender);
+      w.environment = std::make_unique<env::Environment>(impl_->ds, impl_->world.search.get(), w.recommend.get(),
+                                                         *impl_->world.embedder, env::EnvironmentOptions{impl_->top_k});
+    }
+    ctx.reward_env = w.environment.get();
+  }
+  return models::torch_models().run_puma_pipeline(ctx, options, until);
 }
 
 const data::Dataset& TrainingSession::dataset() const { return impl_->ds; }

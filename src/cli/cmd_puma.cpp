@@ -32,7 +32,7 @@ namespace {
 struct PumaArgs {
   std::string data, out, preset = "tiny", base_model, embedder = "fasttext", checkpoint, index_dir;
   std::string search_labels = "heuristic", device = "cpu", dtype = "float32", sft_mode, function_file, sft_weights;
-  std::string reuse_from, align, rl_algo, rl_track, rl_types, rl_loss_norm;
+  std::string reuse_from, align, rl_algo, rl_track, rl_types, rl_loss_norm, reward_checkpoint;
   std::optional<int> rl_iterations, rl_tasks, rl_group, rl_top_k, rl_max_new_tokens, rl_inner_epochs, rl_minibatches,
       rl_eval_every, rl_eval_tasks, rl_max_steps, rl_lora_r;
   std::optional<double> rl_lr, rl_kl, rl_clip, rl_clip_high, rl_temperature, rl_warmup;
@@ -170,6 +170,8 @@ puma::PipelineOptions pipeline_options(const PumaArgs& a) {
   if (a.recommend_memory_tokens) o.prepare.memory.recommend_max_tokens = *a.recommend_memory_tokens;
   if (!a.sft_weights.empty()) o.sft_weights = puma::parse_sft_weights(a.sft_weights, o.sft_weights);
   if (a.holdout) o.holdout = *a.holdout;
+  // absolute, so that the steps' settings name the same file from any working directory
+  if (!a.reward_checkpoint.empty()) o.reward_checkpoint = std::filesystem::absolute(a.reward_checkpoint);
   apply_rl_flags(a, o);
   const bool shaped = a.vocab || a.hidden || a.layers || a.heads || a.kv_heads || a.ffn || a.tie_embeddings;
   if (shaped && !a.base_model.empty())
@@ -380,6 +382,10 @@ void add_puma_options(CLI::App& cmd, PumaArgs& a) {
   cmd.add_option("--holdout", a.holdout, "Hold the last N train tasks out of SFT for the second stage: DPO's "
                                          "candidates and RL's episodes come from them (0 = every task in both; "
                                          "default: the preset's)");
+  cmd.add_option("--reward-checkpoint", a.reward_checkpoint,
+                 "SASRec checkpoint behind the training rewards (DPO's train pairs, RL's train episodes) instead of "
+                 "--checkpoint, e.g. one from `pwab rec train DATA --hold-out-train --out FILE`; evaluations keep "
+                 "--checkpoint (docs/recommender.md)");
   cmd.add_option("--align", a.align, "The second stage after SFT: dpo (the paper's, default), rl (online RL on the "
                                      "environment's reward) or none");
   cmd.add_option("--rl-algo", a.rl_algo, "RL advantages: grpo (centred and scaled by the group's spread) or rloo "

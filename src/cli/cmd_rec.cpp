@@ -46,12 +46,19 @@ void add_rec_commands(CLI::App& app) {
   add_shared_option(*train, "--seed", train_args->options.seed, "training");
   add_shared_option(*train, "--threads", train_args->options.num_threads, "torch");
   add_shared_flag(*train, "--resume", train_args->options.resume, "checkpoint");
+  train->add_flag("--hold-out-train", train_args->options.hold_out_train,
+                  "Learn from history behaviours only, so that train tasks are held out too: the recommender behind "
+                  "PUMA's training rewards (pwab puma train --reward-checkpoint); needs --out");
   train->callback([train_args] {
     const auto& a = *train_args;
     rec::TrainOptions options = a.recipe == "original" ? rec::original_recipe() : rec::TrainOptions{};
     options.seed = a.options.seed;
     options.num_threads = a.options.num_threads;
     options.resume = a.options.resume;
+    options.hold_out_train = a.options.hold_out_train;
+    // the default checkpoint is the one every run serves; a train-held-out model must not replace it unasked
+    if (options.hold_out_train && a.out.empty())
+      throw UsageError("--hold-out-train needs --out: the default checkpoint is the one `pwab run` serves");
     if (a.epochs) options.epochs = *a.epochs;
     if (a.eval_every) options.eval_every = *a.eval_every;
     if (a.batch_size) options.batch_size = *a.batch_size;

@@ -116,6 +116,10 @@ PipelineReport run_pipeline(const PipelineContext& ctx, const PipelineOptions& o
   const auto& steps = pipeline_steps();
   if (!until.empty() && std::find(steps.begin(), steps.end(), until) == steps.end())
     throw UsageError(fmt::format("unknown pipeline step '{}' (steps: {})", until, fmt::join(steps, ", ")));
+  if (o.reward_checkpoint.empty() != (ctx.reward_env == nullptr))
+    throw UsageError(o.reward_checkpoint.empty()
+                         ? "run_pipeline: a reward environment without the reward checkpoint that names it"
+                         : "--reward-checkpoint " + o.reward_checkpoint.string() + " was not opened as a reward environment");
   if (o.search_labels == "llm" && !ctx.search_labeler)
     throw UsageError("search labels from an LLM need --model (or use --search-labels heuristic)");
   if (o.sft_weights.dialogue > 0 && o.sft_mode != SftMode::kFunction && !ctx.dialogue_teacher)

@@ -109,6 +109,12 @@ struct PipelineOptions {
   //! Single-turn RL also samples each task's function prompt, rewarded by function accuracy and held to the SFT
   //! model by the KL term, so that training the parameters does not move the functions.
   bool rl_function = true;
+  //! The SASRec checkpoint behind the rewards the model trains on (the score step's train pairs, RL's train
+  //! rollouts), when it is not the environment's: one trained with `pwab rec train --hold-out-train`, for which the
+  //! train tasks' targets are unseen as the test tasks' are (docs/recommender.md, "A recommender for training
+  //! rewards"). Evaluations keep the environment's. Empty = the environment's. The assembly opens it as
+  //! PipelineContext::reward_env; the path is part of the score and rl steps' settings.
+  std::filesystem::path reward_checkpoint;
   //! Data-parallel training (docs/puma.md, "Several processes"): when the launcher (torchrun, srun) starts N > 1
   //! processes, each collective waits at most this long for the other ranks before failing. Not a setting of the
   //! result, so not in any step's `.done`.
@@ -138,6 +144,9 @@ struct PipelineContext {
   const data::Dataset* ds = nullptr;
   const embed::Embedder* embedder = nullptr;
   const env::Environment* env = nullptr;
+  //! The environment whose rewards train the model (PipelineOptions::reward_checkpoint); null = `env`. Set exactly
+  //! when reward_checkpoint is.
+  const env::Environment* reward_env = nullptr;
   SearchLabeler search_labeler;                         //!< the LLM labeler when search_labels == "llm"
   //! The agent whose multi-turn episodes become the multi-turn SFT examples (dialogue_data.h; the heuristic agent in
   //! `pwab puma`); needed when the dialogue weight is above 0.

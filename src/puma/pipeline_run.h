@@ -104,6 +104,12 @@ struct PipelineRun {
   llama::ProcessGroup* group = nullptr;
   std::set<std::string> told;  // the training steps announced so far
   bool cancelled() const { return ctx.cancel && ctx.cancel->load(); }
+  //! Where rewards that train the model come from: the reward environment when there is one.
+  const env::Environment& reward_env() const { return ctx.reward_env ? *ctx.reward_env : *ctx.env; }
+  //! The reward checkpoint as settings ({} without one, so that `.done` files from before it stay valid).
+  json reward_settings() const {
+    return o.reward_checkpoint.empty() ? json::object() : json{{"reward_checkpoint", o.reward_checkpoint.string()}};
+  }
 };
 
 bool held_out(const PipelineRun& run, const std::string& task);
@@ -127,7 +133,8 @@ std::pair<std::vector<TrainPair>, std::vector<TrainPair>> sft_pairs(const Pipeli
 std::vector<PreferenceExample> read_preference_pairs(const fs::path& file);
 struct RlSetup {
   std::unique_ptr<PumaModel> model;
-  MultiTurnWorld world;
+  MultiTurnWorld world;       // the train episodes': the reward environment
+  MultiTurnWorld eval_world;  // the evaluation episodes': the environment the benchmark scores with
   RlTasks train, eval;
 };
 RlSetup rl_setup(const PipelineRun& run);

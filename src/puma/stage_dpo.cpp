@@ -133,8 +133,8 @@ bool sample_into(PipelineRun& run, CandidateSampler& sampler, const std::vector<
 }
 
 // Each task's candidates executed in the environment; best vs worst is the pair, ties give none (docs/decisions.md D7).
-CandidateStats score_samples(const PipelineRun& run, const fs::path& candidates, const fs::path& params,
-                             const fs::path& pairs_out) {
+CandidateStats score_samples(const PipelineRun& run, const env::Environment& env, const fs::path& candidates,
+                             const fs::path& params, const fs::path& pairs_out) {
   CandidateStats stats;
   std::map<std::string, std::string> prompts;
   for (const Example& e : read_examples(params)) prompts[e.task] = e.prompt;
@@ -145,7 +145,7 @@ CandidateStats score_samples(const PipelineRun& run, const fs::path& candidates,
     json j = json::parse(line);
     const std::string key = j.at("task").get<std::string>();
     ScoredCandidates scored =
-        score_candidates(*run.ctx.env, task_of_key(run.ds, key), j.at("candidates").get<std::vector<std::string>>());
+        score_candidates(env, task_of_key(run.ds, key), j.at("candidates").get<std::vector<std::string>>());
     if (scored.scores.empty()) continue;
     ++stats.tasks;
     const auto [lo, hi] = std::minmax_element(scored.scores.begin(), scored.scores.end());
@@ -238,15 +238,17 @@ void sample_step(PipelineRun& run) {
   run.steps.mark("sample", sample_dir, run.settings);
 }
 
-// score: the preference pairs for DPO (score_samples), train and test.
+// score: the preference pairs for DPO (score_samples), train pairs on the reward environment, the test pairs (DPO's
+// evaluation) on the environment the benchmark scores with.
 void score_step(PipelineRun& run) {
   const fs::path score_dir = run.dpo_dir / "score";
   const fs::path sample_dir = run.dpo_dir / "sample";
+  if (const json reward = run.reward_settings(); !reward.empty()) run.settings += reward.dump();
   if (!run.steps.skip("score", score_dir, run.settings)) {
-    CandidateStats train = score_samples(run, sample_dir / "candidates.jsonl", run.data_dir / "param_train.jsonl",
-                                         score_dir / "pairs.jsonl");
-    CandidateStats test = score_samples(run, sample_dir / "candidates_test.jsonl", run.data_dir / "param_test.jsonl",
-                                        score_dir / "pairs_test.jsonl");
+    CandidateStats train = score_samples(run, run.reward_env(), sample_dir / "candidates.jsonl",
+                                         run.data_dir / "param_train.jsonl", score_dir / "pairs.jsonl");
+    CandidateStats test = score_samples(run, *run.ctx.env, sample_dir / "candidates_test.jsonl",
+                                        run.data_dir / "param_test.jsonl", score_dir / "pairs_test.jsonl");
     json report = candidate_stats_json(train);
     report["test"] = candidate_stats_json(test);
     write_json(score_dir / "report.json", report);

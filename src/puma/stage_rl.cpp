@@ -17,7 +17,7 @@ json rl_json(const PipelineOptions& o) {
   const RlOptions& r = o.rl;
   json types = json::array();
   for (data::TaskType t : o.rl_types) types.push_back(std::string(data::to_string(t)));
-  return {{"algo", std::string(llama::to_string(r.algo))}, {"iterations", r.iterations},
+  json j = {{"algo", std::string(llama::to_string(r.algo))}, {"iterations", r.iterations},
           {"tasks", r.tasks_per_iteration}, {"group", r.group_size}, {"temperature", r.temperature},
           {"top_k", r.top_k}, {"max_new_tokens", r.max_new_tokens}, {"clip_low", r.clip_low},
           {"clip_high", r.clip_high}, {"kl", r.kl_coef}, {"loss_norm", r.per_sequence ? "sequence" : "token"},
@@ -26,6 +26,8 @@ json rl_json(const PipelineOptions& o) {
           {"track", data::to_string(o.rl_track)}, {"types", types},
           {"eval_tasks", o.rl_eval_tasks}, {"max_steps", o.rl_max_steps}, {"function", o.rl_function},
           {"train", train_json(r.train)}};
+  if (!o.reward_checkpoint.empty()) j["reward_checkpoint"] = o.reward_checkpoint.string();
+  return j;
 }
 
 // At most `limit` items spread evenly over `items` (all when limit is 0 or more than there are): an evaluation
@@ -68,13 +70,13 @@ RlSetup rl_setup(const PipelineRun& run) {
   s.model = PumaModel::open(run.sft_dir / "model", {}, o.model);
   if (o.rl_track == data::Track::kSingleTurn) {
     s.train = single_turn_rl_tasks(
-        *run.ctx.env, of_types(second_stage_examples(run, read_examples(run.data_dir / "param_train.jsonl")), o.rl_types),
+        run.reward_env(), of_types(second_stage_examples(run, read_examples(run.data_dir / "param_train.jsonl")), o.rl_types),
         o.rl_function);
     s.eval = single_turn_rl_tasks(
         *run.ctx.env, spread_subset(of_types(read_examples(run.data_dir / "param_test.jsonl"), o.rl_types), o.rl_eval_tasks));
     if (o.rl_eval_tasks == 0) s.eval = RlTasks{};
   } else {
-    s.world.env = run.ctx.env;
+    s.world.env = &run.reward_env();
     s.world.embedder = run.ctx.embedder;
     s.world.memory = o.prepare.memory;
     s.world.counter = agents::tokenizer_token_counter(s.model->shared_tokenizer());
@@ -88,8 +90,10 @@ RlSetup rl_setup(const PipelineRun& run) {
       return out;
     };
     s.train = multi_turn_rl_tasks(s.world, of(data::Split::kTrain, o.train_limit));
+    s.eval_world = s.world;
+    s.eval_world.env = run.ctx.env;  // the curve follows the benchmark's own scores
     if (o.rl_eval_tasks > 0)
-      s.eval = multi_turn_rl_tasks(s.world, spread_subset(of(data::Split::kTest, o.test_limit), o.rl_eval_tasks));
+      s.eval = multi_turn_rl_tasks(s.eval_world, spread_subset(of(data::Split::kTest, o.test_limit), o.rl_eval_tasks));
   }
   if (s.train.size() == 0) throw UsageError("rl: no train task of the chosen types (--rl-types)");
   return s;

@@ -102,6 +102,11 @@ struct TrainOptions {
   int num_threads = 0;         //!< libtorch intra-op threads; 0 = all hardware threads
   bool resume = false;         //!< continue from `out` if it exists (same dataset and options)
   bool progress = true;        //!< a progress line on stderr when it is a terminal
+  //! Learn from history behaviours only, leaving out the train split's as well as the test split's. The train
+  //! tasks' targets are then held out as the test tasks' are, so rewards on train tasks (PUMA's DPO scoring and
+  //! RL) measure what the recommender predicts rather than what it memorised (docs/recommender.md, "A
+  //! recommender for training rewards").
+  bool hold_out_train = false;
   //! Called after every epoch; returning false stops training there (the checkpoint is written first).
   std::function<bool(const EpochReport&)> on_epoch;
 };
@@ -125,7 +130,8 @@ struct TrainReport {
   double sequences_per_second = 0;  //!< user sequences trained per second (all epochs of this call)
 };
 
-//! (pwab_rec, libtorch.) Trains SASRec on every user's history + train behaviours in time order (test behaviours never seen); the
+//! (pwab_rec, libtorch.) Trains SASRec on every user's history + train behaviours in time order (test behaviours never
+//! seen; train behaviours neither with hold_out_train); the
 //! last of them is held out for validation (HR@10 / NDCG@10 against sampled negatives), the rest are the
 //! training sequence. Writes pwab's checkpoint to `out` atomically after each validation and at the end; it
 //! serves the best-validated weights and keeps the latest state for `resume`. Throws pwab::Error on bad options,

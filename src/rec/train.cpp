@@ -42,7 +42,7 @@ struct TrainingData {
   std::size_t n_positions = 0, n_validation = 0;
 };
 
-TrainingData build_training_data(const data::Dataset& ds, const ItemMap& items) {
+TrainingData build_training_data(const data::Dataset& ds, const ItemMap& items, bool hold_out_train) {
   TrainingData out;
   Hasher hasher;
   hasher.update(items.fingerprint());
@@ -50,6 +50,7 @@ TrainingData build_training_data(const data::Dataset& ds, const ItemMap& items) 
     UserSequence seq;
     for (const auto& b : user.behaviours) {
       if (b.split == data::Split::kTest) continue;  // test targets must never be seen
+      if (hold_out_train && b.split == data::Split::kTrain) continue;
       if (int64_t id = items.find(ds.product(b.product).parent_asin)) seq.train.push_back(id);
     }
     hasher.update(user.id).update_u64(seq.train.size());
@@ -243,7 +244,8 @@ void write_checkpoint(const fs::path& out, Sasrec& model, torch::optim::Adam& op
       {"best_hr10", state.best_hr10},
       {"best_ndcg10", std::max(0.0, state.best_ndcg10)},
       {"training", {{"loss", loss_name(o.loss)}, {"batch_size", o.batch_size}, {"lr", o.lr}, {"betas", {o.beta1, o.beta2}}, {"seed", o.seed},
-                    {"eval_every", o.eval_every}, {"eval_negatives", o.eval_negatives}, {"epochs", o.epochs}}},
+                    {"eval_every", o.eval_every}, {"eval_negatives", o.eval_negatives}, {"epochs", o.epochs},
+                    {"held_out", o.hold_out_train ? nlohmann::json::array({"test", "train"}) : nlohmann::json::array({"test"})}}},
       {"history", state.history},
       {"probes", make_probes(served, model->item_rows(), o.shape, data, items)}};
   CheckpointContents contents;
@@ -374,8 +376,10 @@ TrainReport train(const data::Dataset& ds, const TrainOptions& options, const fs
   Stopwatch clock;
   ItemMap items = ItemMap::from_dataset(ds);
   if (items.size() == 0) throw Error("rec train: the dataset has no products");
-  TrainingData data = build_training_data(ds, items);
-  if (data.users.empty()) throw Error("rec train: no user has two or more non-test behaviours to learn from");
+  TrainingData data = build_training_data(ds, items, options.hold_out_train);
+  if (data.users.empty())
+    throw Error(options.hold_out_train ? "rec train: no user has two or more history behaviours to learn from"
+                                       : "rec train: no user has two or more non-test behaviours to learn from");
   Validation validation = make_validation(data, items, options);
 
   torch::manual_seed(derive_seed(options.seed, 0x1217));  // the initial weights

@@ -109,6 +109,9 @@ TEST(Cli, IndexSearchTrainRecommend) {
       << out;
   EXPECT_NE(out.find("trained epochs 3-3"), std::string::npos) << out;
   EXPECT_EQ(run_binary("rec train " + data + " --recipe newest", &out), 2) << out;
+  // A model without the train purchases never replaces the served one unasked.
+  EXPECT_EQ(run_binary("rec train " + data + " --hold-out-train --epochs 2", &out), 2) << out;
+  EXPECT_NE(out.find("--hold-out-train needs --out"), std::string::npos) << out;
   std::string asin = first.substr(0, 10);
   ASSERT_EQ(run_binary("recommend --data " + data + " " + asin + " B0NOTREAL", &out), 0) << out;
   EXPECT_EQ(count_lines(out), 10);

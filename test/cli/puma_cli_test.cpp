@@ -134,6 +134,19 @@ TEST(PumaCli, TinyPipelineEndToEndResumableThenServesTheAgent) {
   EXPECT_TRUE(has(log, "dpo: running")) << log;
   EXPECT_TRUE(has(log, "eval-dpo: running")) << log;
 
+  // Training rewards from a recommender that held the train purchases out (--reward-checkpoint): the score step is
+  // redone with it and names it in its settings; a path without a checkpoint stops before any step.
+  const std::string held = (dir / "held-out.pwab").string();
+  ASSERT_EQ(run_binary("rec train " + data + " --hold-out-train --epochs 2 --eval-every 0 --out " + held, &log), 0)
+      << log;
+  const std::string score_step = "puma score" + train.substr(std::string("puma train").size()) + " --dpo-epochs 2";
+  EXPECT_EQ(run_binary(score_step + " --reward-checkpoint " + (dir / "none.pwab").string(), &log), 1) << log;
+  EXPECT_TRUE(has(log, "no recommender checkpoint at")) << log;
+  ASSERT_EQ(run_binary(score_step + " --reward-checkpoint " + held, &log), 0) << log;
+  EXPECT_TRUE(has(log, "sample: done before")) << log;
+  EXPECT_TRUE(has(log, "score: running")) << log;
+  EXPECT_TRUE(has(pwab::test::read_text(fs::path(out) / "dpo" / "score" / ".done"), held));
+
   // Multi-turn online RL end to end on the mini dataset, beside DPO in the same directory: the puma agent against
   // the scripted user; every rollout keeps the token ids it sampled with their log-probabilities.
   const std::string rl = "puma eval-rl --data " + data + " --out " + out +

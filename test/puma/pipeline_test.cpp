@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
+#include <atomic>
 #include <sstream>
 
 #include "agents/fc_test_util.h"
@@ -31,6 +32,16 @@ data::Dataset dataset() {
   }
   return ds;
 }
+
+// A recommender that counts its calls: which environment a step's rewards came from.
+class CountingRecommend final : public env::RecommendBackend {
+ public:
+  std::vector<std::string> recommend(const std::vector<std::string>&, int) const override {
+    ++calls;
+    return {"B0MUG00001"};
+  }
+  mutable std::atomic<int> calls{0};
+};
 
 struct World {
   data::Dataset ds = dataset();
@@ -101,6 +112,13 @@ TEST(PumaPipeline, StepsInOrderAndUsageErrors) {
   } catch (const UsageError& e) {
     EXPECT_NE(std::string(e.what()).find("--holdout 2000 would keep all"), std::string::npos) << e.what();
   }
+  // A reward checkpoint the assembly did not open, or a reward environment no setting names.
+  PipelineOptions unopened = tiny_options(dir.path());
+  unopened.reward_checkpoint = dir / "held-out.pwab";
+  EXPECT_THROW(run_pipeline(w.context(), unopened, "prepare"), UsageError);
+  PipelineContext unnamed = w.context();
+  unnamed.reward_env = &w.env;
+  EXPECT_THROW(run_pipeline(unnamed, tiny_options(dir.path()), "prepare"), UsageError);
   EXPECT_FALSE(fs::exists(dir / "base")) << "a usage error must come before any step";
 }
 
@@ -235,6 +253,28 @@ TEST(PumaPipeline, EveryStepWithServerSamplingAndReuse) {
   EXPECT_FALSE(report["rl_minus_dpo"].is_null());
   EXPECT_EQ(report["rl_curve"].size(), 3u + 2u);  // 3 iterations, greedy evaluations before and after
   EXPECT_NE(pwab::test::read_text(dir / "full" / "report.md").find("## RL"), std::string::npos);
+
+  // Training rewards from a reward environment (--reward-checkpoint): the score and rl steps are redone with it,
+  // their train tasks scored there, while the DPO test pairs and RL's evaluation stay on the benchmark's.
+  CountingRecommend reward_recommend;
+  env::Environment reward_env{w.ds, &w.search, &reward_recommend, w.embedder};
+  PipelineContext rewarded = ctx;
+  rewarded.reward_env = &reward_env;
+  PipelineOptions ro = o;
+  ro.reward_checkpoint = dir / "held-out.pwab";
+  PipelineReport rl_rewarded = run_pipeline(rewarded, ro, "eval-rl");
+  EXPECT_EQ(rl_rewarded.ran_steps, (Steps{"rl", "eval-rl"}));
+  const int rl_calls = reward_recommend.calls.load();
+  EXPECT_GT(rl_calls, 0) << "RL's train episodes were not scored on the reward environment";
+  ro.align = "dpo";
+  PipelineReport score_rewarded = run_pipeline(rewarded, ro, "score");
+  EXPECT_EQ(score_rewarded.ran_steps, (Steps{"score"}));
+  EXPECT_GT(reward_recommend.calls.load(), rl_calls) << "the DPO train pairs were not scored on the reward environment";
+  EXPECT_NE(pwab::test::read_text(dir / "full" / "dpo" / "score" / ".done").find("held-out.pwab"), std::string::npos);
+  // Without it again: both are redone on the environment's recommender.
+  EXPECT_EQ(run_pipeline(ctx, o, "eval-rl").ran_steps, (Steps{"rl", "eval-rl"}));
+  EXPECT_EQ(run_pipeline(ctx, o, "score").ran_steps, (Steps{"score"}));
+
   o.dpo.learning_rate *= 2;
   o.align = "dpo";
   PipelineReport dpo_again = run_pipeline(ctx, o);

@@ -233,6 +233,63 @@ TEST(RecTrain, DefaultRecipeLearnsTransitionsFaster) {
   EXPECT_GE(r.model.hr, original.model.hr);
 }
 
+// --hold-out-train: the model learns from history behaviours only, so the train split's purchases are as unseen as
+// the test split's. The model trained on them has them by heart (a higher hit rate on them than on test
+// purchases); the one that held them out does not, which is what makes its rewards on train tasks honest.
+TEST(RecTrain, HoldOutTrainLeavesTheTrainPurchasesUnseen) {
+  test::TempDir dir;
+  rec::TrainOptions o;
+  o.progress = false;
+  o.num_threads = 1;
+  auto full = rec::train(mini(), o, dir / "full.ckpt");
+  o.hold_out_train = true;
+  auto held = rec::train(mini(), o, dir / "held.ckpt");
+
+  // Exactly the history behaviours were learnt from: each user's, less the last (validation), as pairs.
+  std::size_t positions = 0, users = 0;
+  for (const auto& user : mini().users()) {
+    std::size_t n = 0;
+    for (const auto& b : user.behaviours) n += b.split == data::Split::kHistory;
+    if (n < 2) continue;
+    ++users;
+    positions += (n >= 3 ? n - 1 : n) - 1;
+  }
+  EXPECT_EQ(held.n_train_users, users);
+  EXPECT_EQ(held.n_train_positions, positions);
+  EXPECT_GT(full.n_train_positions, held.n_train_positions);
+  auto meta = [&](const char* file) {
+    return nlohmann::json::parse(rec::decode_checkpoint(read_file(dir / file), file).meta_json)["training"]["held_out"];
+  };
+  EXPECT_EQ(meta("held.ckpt"), nlohmann::json::array({"test", "train"}));
+  EXPECT_EQ(meta("full.ckpt"), nlohmann::json::array({"test"}));
+
+  // Hit rate on the train split's purchases, each after everything the user bought before it.
+  auto train_hit_rate = [&](const char* file) {
+    auto model = rec::Recommender::load(dir / file, mini());
+    int cases = 0, hits = 0;
+    for (const auto& user : mini().users()) {
+      std::vector<std::string> before;
+      for (const auto& b : user.behaviours) {
+        if (b.split == data::Split::kTest) continue;
+        const std::string& asin = mini().product(b.product).parent_asin;
+        if (b.split == data::Split::kTrain && !before.empty()) {
+          ++cases;
+          for (const auto& r : model->recommend(before, 10)) hits += r.asin == asin;
+        }
+        before.push_back(asin);
+      }
+    }
+    EXPECT_GT(cases, 50);
+    return static_cast<double>(hits) / std::max(1, cases);
+  };
+  const double seen = train_hit_rate("full.ckpt"), unseen = train_hit_rate("held.ckpt");
+  const double test_hr = rec::evaluate_held_out(*rec::Recommender::load(dir / "full.ckpt", mini()), mini()).model.hr;
+  std::printf("[rec] mini, train-split purchases HR@10: %.3f learnt from them, %.3f held out (test purchases: %.3f)\n",
+              seen, unseen, test_hr);
+  EXPECT_GT(seen, 1.5 * test_hr) << "the model trained on the train purchases should have them by heart";
+  EXPECT_LT(unseen, 0.5 * seen) << "the held-out model should not have the train purchases by heart";
+}
+
 TEST(RecTrain, BadOptionsAreUsageErrors) {
   test::TempDir dir;
   auto o = quick_options(1);
