@@ -69,11 +69,11 @@ class MultiTurnEpisode final : public RlEpisode {
 
   void take(const std::string& completion) override {
     if (!dialogue_) {  // the function, once; then the episode starts as the runner starts it
-      const std::string function = agents::puma_function_from_completion(completion);
-      dialogue_.emplace(function, agents::puma_references(world_.env->dataset(), task_,
-                                                          env::task_type_of_function(trim(function))));
-      memory_ = agents::puma_memory(world_.env->dataset(), task_, env::task_type_of_function(dialogue_->function()),
-                                    *world_.embedder, world_.memory, *world_.counter);
+      const std::string function = agents::puma_function_from_completion(completion);  // trimmed
+      const auto type = env::task_type_of_function(function);
+      dialogue_.emplace(function, agents::puma_references(world_.env->dataset(), task_, type));
+      memory_ = agents::puma_memory(world_.env->dataset(), task_, type, *world_.embedder, world_.memory,
+                                    *world_.counter);
       runner::EpisodeOptions options;
       options.track = data::Track::kMultiTurn;
       options.max_steps = world_.max_steps;

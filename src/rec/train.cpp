@@ -330,14 +330,13 @@ void show_progress(const EpochReport& r, double eta_seconds) {
 
 //! One pass over the training users in a shuffled order; returns the mean batch loss.
 double run_epoch(Sasrec& model, torch::optim::Adam& optimizer, const TrainingData& data, const ItemMap& items,
-                 const TrainOptions& o, int epoch) {
+                 const torch::Tensor& not_candidate, const TrainOptions& o, int epoch) {
   Rng rng(derive_seed(o.seed, static_cast<uint64_t>(epoch), 1));
   torch::manual_seed(derive_seed(o.seed, static_cast<uint64_t>(epoch), 2));  // dropout masks
   std::vector<const UserSequence*> order;
   for (const auto& u : data.users) order.push_back(&u);
   rng.shuffle(order);
   model->train();
-  const torch::Tensor not_candidate = candidate_bias(items, model->item_rows());
   double total = 0;
   int batches = 0;
   for (std::size_t start = 0; start < order.size(); start += o.batch_size) {
@@ -397,18 +396,21 @@ TrainReport train(const data::Dataset& ds, const TrainOptions& options, const fs
   report.n_train_positions = data.n_positions;
   report.n_validation_users = validation.users.size();
   const bool show = options.progress && isatty(STDERR_FILENO);
+  // 0 for the candidates, a large negative for the padding row and ids without an item: the softmax and the
+  // validation ranking are over candidates alone
+  const torch::Tensor not_candidate = candidate_bias(items, model->item_rows());
   bool stopped = false;
   for (int epoch = state.epoch + 1; epoch <= options.epochs && !stopped; ++epoch) {
     Stopwatch epoch_clock;
     EpochReport r;
     r.epoch = epoch;
     r.epochs = options.epochs;
-    r.loss = run_epoch(model, optimizer, data, items, options, epoch);
+    r.loss = run_epoch(model, optimizer, data, items, not_candidate, options, epoch);
     const bool last = epoch == options.epochs;
     r.evaluated = !validation.users.empty() && ((options.eval_every > 0 && epoch % options.eval_every == 0) || last);
     nlohmann::json entry = {{"epoch", epoch}, {"loss", r.loss}};
     if (r.evaluated) {
-      std::tie(r.hr10, r.ndcg10) = evaluate(model, validation, candidate_bias(items, model->item_rows()));
+      std::tie(r.hr10, r.ndcg10) = evaluate(model, validation, not_candidate);
       entry["hr10"] = r.hr10;
       entry["ndcg10"] = r.ndcg10;
       if (r.ndcg10 > state.best_ndcg10) {
