@@ -9,7 +9,11 @@
 
 #include "core/error.h"
 #include "embed/minilm.h"
+#include "llm/chat.h"
 #include "models/torch_models.h"
+#include "puma/model.h"
+#include "puma/pipeline.h"
+#include "rec/recommender.h"
 #include "support/test_support.h"
 
 namespace pwab::models {
@@ -114,6 +118,46 @@ TEST(TorchSeamInProcess, ThePluginAnswersThroughTheTable) {
   EXPECT_GT(torch.matmul_gflops(), 0.0);
   // A MiniLM directory that is not there: the encoder's own error comes back across the seam as pwab::Error.
   EXPECT_THROW(torch.load_minilm("/nonexistent/minilm", {}), Error);
+}
+
+// The plugin takes a pwab binary's C++ types as they are, so a binary and a plugin of different builds must not
+// meet: the loader refuses a plugin whose kTorchModelsAbi differs. That number is bumped by hand, so this table
+// catches a change it missed: the sizes of the types that cross TorchModels, recorded for the current number. A
+// size that moved means: bump kTorchModelsAbi (models/torch_models.h) and record the new sizes here. (A field
+// moved within the same size passes; the number stays the rule, this is its reminder.) A copied `pwab` that met
+// the rebuilt plugin of its build tree, after PipelineOptions grew a field without the bump, died of
+// std::bad_alloc in the middle of `pwab puma eval-rl`.
+TEST(TorchSeamAbi, TheTypesThatCrossHaveTheSizesRecordedForThisAbi) {
+#if !(defined(__x86_64__) && defined(__GLIBCXX__))
+  GTEST_SKIP() << "sizes recorded for x86-64 with libstdc++ (GCC 12, the supported toolchain)";
+#endif
+  const std::vector<std::pair<const char*, std::size_t>> now = {
+      {"TorchModels", sizeof(TorchModels)},
+      {"LocalChatModel", sizeof(LocalChatModel)},
+      {"LmGenerateStats", sizeof(LmGenerateStats)},
+      {"rec::TrainOptions", sizeof(rec::TrainOptions)},
+      {"rec::TrainReport", sizeof(rec::TrainReport)},
+      {"embed::MiniLMOptions", sizeof(embed::MiniLMOptions)},
+      {"llm::ChatRequest", sizeof(llm::ChatRequest)},
+      {"llm::ChatResponse", sizeof(llm::ChatResponse)},
+      {"llm::TokenTrace", sizeof(llm::TokenTrace)},
+      {"puma::GenerateConfig", sizeof(puma::GenerateConfig)},
+      {"puma::TrainPair", sizeof(puma::TrainPair)},
+      {"puma::PipelineContext", sizeof(puma::PipelineContext)},
+      {"puma::PipelineOptions", sizeof(puma::PipelineOptions)},
+      {"puma::PipelineReport", sizeof(puma::PipelineReport)},
+  };
+  constexpr int kRecordedAbi = 6;
+  const std::vector<std::size_t> recorded = {104, 48, 32, 120, 96, 32, 272, 408, 96, 64, 64, 184, 1464, 424};
+  EXPECT_EQ(kTorchModelsAbi, kRecordedAbi) << "kTorchModelsAbi moved: record the sizes below for it";
+  ASSERT_EQ(now.size(), recorded.size());
+  std::string sizes;
+  for (std::size_t i = 0; i < now.size(); ++i) {
+    sizes += std::to_string(now[i].second) + (i + 1 < now.size() ? ", " : "");
+    EXPECT_EQ(now[i].second, recorded[i]) << now[i].first << " changed size since ABI " << kRecordedAbi
+                                          << ": bump kTorchModelsAbi in models/torch_models.h and record the sizes";
+  }
+  if (HasFailure()) std::printf("sizes now: {%s}\n", sizes.c_str());
 }
 
 }  // namespace
