@@ -44,7 +44,7 @@ struct PumaArgs {
   std::optional<int> samples, sft_epochs, dpo_epochs, memory_tokens, memory_k, grad_accum, sft_batch, dpo_batch,
       max_length, dpo_max_length, dpo_max_prompt_length, lora_r, sample_limit, dpo_eval_tasks, max_new_tokens, vocab,
       hidden, layers, heads, kv_heads, ffn, recommend_length, recommend_memory_tokens;
-  std::string recommend_memory;
+  std::string recommend_memory, search_decoding;
   std::optional<double> sft_lr, dpo_lr, beta, lora_alpha, rpo_alpha, sample_temperature;
   bool accept_deviations = false;
   std::optional<bool> tie_embeddings;
@@ -172,6 +172,11 @@ puma::PipelineOptions pipeline_options(const PumaArgs& a) {
   if (a.holdout) o.holdout = *a.holdout;
   // absolute, so that the steps' settings name the same file from any working directory
   if (!a.reward_checkpoint.empty()) o.reward_checkpoint = std::filesystem::absolute(a.reward_checkpoint);
+  if (!a.search_decoding.empty()) {
+    if (a.search_decoding != "free" && a.search_decoding != "copy")
+      throw UsageError("--search-decoding must be free or copy, not '" + a.search_decoding + "'");
+    o.copy_search = a.search_decoding == "copy";
+  }
   apply_rl_flags(a, o);
   const bool shaped = a.vocab || a.hidden || a.layers || a.heads || a.kv_heads || a.ffn || a.tie_embeddings;
   if (shaped && !a.base_model.empty())
@@ -386,6 +391,9 @@ void add_puma_options(CLI::App& cmd, PumaArgs& a) {
                  "SASRec checkpoint behind the training rewards (DPO's train pairs, RL's train episodes) instead of "
                  "--checkpoint, e.g. one from `pwab rec train DATA --hold-out-train --out FILE`; evaluations keep "
                  "--checkpoint (docs/recommender.md)");
+  cmd.add_option("--search-decoding", a.search_decoding,
+                 "Search queries: copy (only the prompt's own words, docs/puma.md \"Copy-constrained search queries\") "
+                 "or free (any token); default: the preset's");
   cmd.add_option("--align", a.align, "The second stage after SFT: dpo (the paper's, default), rl (online RL on the "
                                      "environment's reward) or none");
   cmd.add_option("--rl-algo", a.rl_algo, "RL advantages: grpo (centred and scaled by the group's spread) or rloo "

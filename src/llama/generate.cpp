@@ -5,6 +5,7 @@
 #include <torch/torch.h>
 
 #include <algorithm>
+#include <limits>
 #include <map>
 #include <set>
 
@@ -18,7 +19,17 @@ struct Setup {
   std::set<int64_t> eos;
   int64_t pad = 0;
   int64_t vocab = 0;
+  //! Per prompt, from GenerateOptions::allowed_tokens: 1 for the tokens it may write (EOS included); empty = all.
+  std::vector<std::vector<char>> allowed;
 };
+
+//! Sets the scores of the tokens row `prompt` may not write to -inf (nothing when it is unconstrained).
+void constrain(std::span<float> row, const Setup& s, std::size_t prompt) {
+  if (s.allowed.empty() || s.allowed[prompt].empty()) return;
+  const std::vector<char>& ok = s.allowed[prompt];
+  for (std::size_t t = 0; t < row.size(); ++t)
+    if (!ok[t]) row[t] = -std::numeric_limits<float>::infinity();
+}
 
 Setup check_options(const LlamaModelImpl& model, const std::vector<std::vector<int32_t>>& prompts,
                     const GenerateOptions& o) {
@@ -38,12 +49,29 @@ Setup check_options(const LlamaModelImpl& model, const std::vector<std::vector<i
     if (p.empty()) throw UsageError("generate: a prompt has no tokens (add at least BOS)");
   if (!o.row_seeds.empty() && o.row_seeds.size() != prompts.size())
     throw UsageError("generate: row_seeds must give one seed per prompt");
+  if (!o.allowed_tokens.empty() && o.allowed_tokens.size() != prompts.size())
+    throw UsageError("generate: allowed_tokens must give one list per prompt");
+  for (const auto& list : o.allowed_tokens)
+    for (int32_t t : list)
+      if (t < 0 || t >= c.vocab_size)
+        throw UsageError("generate: allowed token " + std::to_string(t) + " is outside the vocabulary of " +
+                         std::to_string(c.vocab_size));
   Setup s;
   s.vocab = c.vocab_size;
   const auto& eos = o.eos_token_ids.empty() ? c.eos_token_ids : o.eos_token_ids;
   s.eos.insert(eos.begin(), eos.end());
   s.pad = o.pad_token_id >= 0 ? o.pad_token_id : c.pad_token_id >= 0 ? c.pad_token_id : eos.empty() ? 0 : eos[0];
   if (s.pad >= c.vocab_size) throw UsageError("generate: pad_token_id outside the vocabulary");
+  for (const auto& list : o.allowed_tokens) {
+    std::vector<char> ok;
+    if (!list.empty()) {
+      ok.assign(static_cast<std::size_t>(s.vocab), 0);
+      for (int32_t t : list) ok[static_cast<std::size_t>(t)] = 1;
+      for (int64_t e : s.eos)
+        if (e >= 0 && e < s.vocab) ok[static_cast<std::size_t>(e)] = 1;
+    }
+    s.allowed.push_back(std::move(ok));
+  }
   return s;
 }
 
@@ -141,8 +169,13 @@ std::vector<std::vector<Generation>> decode_single(LlamaModelImpl& model,
       int64_t token;
       if (o.do_sample) {
         scores = logprobs;
+        constrain(scores, s, i);
         apply_warpers(scores, warp);
         token = sample_one(scores, rngs[i]);
+      } else if (!s.allowed.empty() && !s.allowed[i].empty()) {
+        scores.assign(row.begin(), row.end());
+        constrain(scores, s, i);
+        token = argmax(scores);
       } else {
         token = argmax(row);
       }
@@ -218,6 +251,7 @@ std::vector<std::vector<Generation>> run_beam_search(LlamaModelImpl& model,
         std::span<float> row(flat.data() + j * vocab, vocab);
         std::copy_n(logit_rows.data() + source_row * vocab, vocab, row.begin());
         log_softmax_inplace(row);
+        constrain(row, s, static_cast<std::size_t>(i));
         if (o.do_sample) apply_warpers(row, warp);
         for (float& v : row) v = static_cast<float>(v + beam_scores[r]);
       }

@@ -37,6 +37,11 @@ struct GenerateOptions {
   //! Greedy and sampling: also report, at each position, this many most likely tokens of the distribution that
   //! Generation::logprobs is taken from (OpenAI's top_logprobs); 0 = none.
   int64_t top_logprobs = 0;
+  //! When set (one list per prompt): prompt i may only generate the tokens of allowed_tokens[i] and EOS (an empty
+  //! list leaves it free). Lexically constrained decoding, as transformers' prefix_allowed_tokens_fn with a fixed
+  //! set: the other tokens' scores become -inf before the choice, in all three decoders. Generation::logprobs and
+  //! score stay the model's own, before the constraint, as they are before top-k.
+  std::vector<std::vector<int32_t>> allowed_tokens;
 };
 
 //! One generated continuation.

@@ -16,6 +16,7 @@
 
 #include "core/error.h"
 #include "puma/model.h"
+#include "puma/search_vocabulary.h"
 
 namespace pwab::puma {
 
@@ -89,11 +90,16 @@ class LocalChatModel final : public llm::ChatModel {
     g.top_logprobs = top_logprobs;
     g.batch_size = static_cast<int>(batch.size());
     std::vector<std::vector<int32_t>> prompts;
+    bool constrained = false;
     for (const Pending* p : batch) {
       prompts.push_back(p->prompt_ids);
       const llm::ChatRequest& r = *p->request;
       g.prompt_seeds.push_back(static_cast<uint64_t>(r.seed.value_or(0)) + static_cast<uint64_t>(r.sample));
+      g.allowed_tokens.push_back(r.prompt_words_only ? search_vocabulary(model_->tokenizer(), *r.prompt)
+                                                     : std::vector<int32_t>{});
+      constrained = constrained || r.prompt_words_only;
     }
+    if (!constrained) g.allowed_tokens.clear();
     std::vector<SampledCompletion> completions;
     try {
       completions = model_->complete_ids(prompts, g);

@@ -154,6 +154,8 @@ std::vector<std::vector<std::string>> PumaModel::generate(const std::vector<std:
   impl_->last_prompt_tokens = impl_->last_generated_tokens = 0;
   if (!config.prompt_seeds.empty() && config.prompt_seeds.size() != prompts.size())
     throw UsageError("generate: prompt_seeds must give one seed per prompt");
+  if (!config.allowed_tokens.empty() && config.allowed_tokens.size() != prompts.size())
+    throw UsageError("generate: allowed_tokens must give one list per prompt");
   std::vector<std::vector<int32_t>> all_ids;
   for (const std::string& p : prompts) {
     all_ids.push_back(impl_->prompt_ids(p));
@@ -176,6 +178,10 @@ std::vector<std::vector<std::string>> PumaModel::generate(const std::vector<std:
     if (!config.prompt_seeds.empty())
       for (std::size_t i = start; i < std::min(prompts.size(), start + step); ++i)
         go.row_seeds.push_back(config.prompt_seeds.at(order[i]));
+    go.allowed_tokens.clear();
+    if (!config.allowed_tokens.empty())
+      for (std::size_t i = start; i < std::min(prompts.size(), start + step); ++i)
+        go.allowed_tokens.push_back(config.allowed_tokens.at(order[i]));
     std::size_t i = start;
     for (auto& candidates : llama::generate(*impl_->model, ids, go)) {
       std::vector<std::string> texts;
@@ -197,6 +203,8 @@ std::vector<SampledCompletion> PumaModel::complete_ids(const std::vector<std::ve
   impl_->model->eval();
   if (!config.prompt_seeds.empty() && config.prompt_seeds.size() != prompts.size())
     throw UsageError("complete_ids: prompt_seeds must give one seed per prompt");
+  if (!config.allowed_tokens.empty() && config.allowed_tokens.size() != prompts.size())
+    throw UsageError("complete_ids: allowed_tokens must give one list per prompt");
   llama::GenerateOptions go;
   go.max_new_tokens = config.max_new_tokens;
   go.do_sample = config.sample;
@@ -216,6 +224,10 @@ std::vector<SampledCompletion> PumaModel::complete_ids(const std::vector<std::ve
     if (!config.prompt_seeds.empty())
       go.row_seeds.assign(config.prompt_seeds.begin() + static_cast<std::ptrdiff_t>(start),
                           config.prompt_seeds.begin() + static_cast<std::ptrdiff_t>(end));
+    go.allowed_tokens.clear();
+    if (!config.allowed_tokens.empty())
+      go.allowed_tokens.assign(config.allowed_tokens.begin() + static_cast<std::ptrdiff_t>(start),
+                               config.allowed_tokens.begin() + static_cast<std::ptrdiff_t>(end));
     for (auto& generated : llama::generate(*impl_->model, ids, go)) {
       llama::Generation& g = generated.at(0);
       SampledCompletion c;

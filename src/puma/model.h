@@ -159,6 +159,9 @@ struct GenerateConfig {
   int batch_size = 4;
   //! complete_ids: also the this-many most likely tokens at each position (llama::GenerateOptions::top_logprobs).
   int top_logprobs = 0;
+  //! When set, one list per prompt: the tokens that prompt's continuation may use, EOS always among them; an empty
+  //! list leaves it free (llama::GenerateOptions::allowed_tokens; search_vocabulary.h builds the lists).
+  std::vector<std::vector<int32_t>> allowed_tokens;
 };
 
 //! A continuation as the model drew it (PumaModel::complete_ids): what online RL trains on, token for token.

@@ -115,6 +115,10 @@ struct PipelineOptions {
   //! rewards"). Evaluations keep the environment's. Empty = the environment's. The assembly opens it as
   //! PipelineContext::reward_env; the path is part of the score and rl steps' settings.
   std::filesystem::path reward_checkpoint;
+  //! Search queries are decoded from the prompt's own words (search_vocabulary.h): in the fast tests, the DPO
+  //! candidates, RL's rollouts and curve, and the multi-turn puma agent. Part of the settings from eval-sft on when
+  //! set, so the SFT model is kept and everything after it redone.
+  bool copy_search = false;
   //! Data-parallel training (docs/puma.md, "Several processes"): when the launcher (torchrun, srun) starts N > 1
   //! processes, each collective waits at most this long for the other ranks before failing. Not a setting of the
   //! result, so not in any step's `.done`.

@@ -101,6 +101,10 @@ PipelineOptions PipelineOptions::cpu_preset() {
   o.rl.max_new_tokens = o.max_new_tokens;
   o.rl.eval_every = 50;
   o.rl_eval_tasks = 256;
+  // A model this small, trained from scratch, copies the request badly and writes product words of its training
+  // data instead; the raw instruction finds the product more often than its query does (docs/puma.md,
+  // "Copy-constrained search queries"). Its queries are decoded from the prompt's words.
+  o.copy_search = true;
   return o;
 }
 

@@ -1,6 +1,7 @@
 // The RL rollout loop (rl.h): task order, episodes played in batches, rewards to advantages, the update, the curve,
 // evaluation, checkpoints and resume.
 #include "puma/rl.h"
+#include "puma/search_vocabulary.h"
 
 #include <fmt/format.h>
 
@@ -45,14 +46,18 @@ struct Played {
 
 // Plays `episodes` to their ends: each round, every live episode's next prompt is completed, all of them in batches
 // of `batch`; episode e's completion in round r draws from seed_of(e, r). Prompts are encoded once.
+// With copy_search, a prompt that asks for a search query is decoded from its own words (search_vocabulary.h).
 void play(PumaModel& model, std::vector<std::unique_ptr<RlEpisode>>& episodes, std::vector<Played>& played,
-          GenerateConfig config, int batch, const std::function<uint64_t(std::size_t, int)>& seed_of) {
-  std::map<std::string, std::vector<int32_t>> encoded;
+          GenerateConfig config, int batch, const std::function<uint64_t(std::size_t, int)>& seed_of,
+          bool copy_search) {
+  std::map<std::string, std::vector<int32_t>> encoded, vocabulary;
   constexpr int kMaxRounds = 256;  // an episode that never ends is a bug of its own; stop it rather than hang
   for (int round = 0; round < kMaxRounds; ++round) {
     std::vector<std::size_t> live;
     std::vector<std::vector<int32_t>> prompts;
     config.prompt_seeds.clear();
+    config.allowed_tokens.clear();
+    bool constrained = false;
     for (std::size_t e = 0; e < episodes.size(); ++e) {
       std::optional<std::string> prompt = episodes[e]->next_prompt();
       if (!prompt) continue;
@@ -61,7 +66,16 @@ void play(PumaModel& model, std::vector<std::unique_ptr<RlEpisode>>& episodes, s
       live.push_back(e);
       prompts.push_back(it->second);
       config.prompt_seeds.push_back(seed_of(e, round));
+      if (copy_search && episodes[e]->asks_search_query()) {
+        auto v = vocabulary.find(*prompt);
+        if (v == vocabulary.end()) v = vocabulary.emplace(*prompt, search_vocabulary(model.tokenizer(), *prompt)).first;
+        config.allowed_tokens.push_back(v->second);
+        constrained = true;
+      } else {
+        config.allowed_tokens.emplace_back();
+      }
     }
+    if (!constrained) config.allowed_tokens.clear();
     if (live.empty()) return;
     config.batch_size = std::max(1, batch);
     std::vector<SampledCompletion> out = model.complete_ids(prompts, config);
@@ -239,7 +253,8 @@ std::string rollout_line(int iteration, const std::string& task, const Played& p
 
 }  // namespace
 
-RlEvaluation evaluate_greedy(PumaModel& model, const RlTasks& tasks, int max_new_tokens, int batch) {
+RlEvaluation evaluate_greedy(PumaModel& model, const RlTasks& tasks, int max_new_tokens, int batch,
+                             bool copy_search) {
   RlEvaluation e;
   if (tasks.size() == 0) return e;
   std::vector<std::unique_ptr<RlEpisode>> episodes;
@@ -247,7 +262,7 @@ RlEvaluation evaluate_greedy(PumaModel& model, const RlTasks& tasks, int max_new
   for (std::size_t i = 0; i < tasks.size(); ++i) episodes.push_back(tasks.episode(i, 0));
   GenerateConfig g;
   g.max_new_tokens = max_new_tokens;
-  play(model, episodes, played, g, batch, [](std::size_t, int) { return uint64_t{0}; });
+  play(model, episodes, played, g, batch, [](std::size_t, int) { return uint64_t{0}; }, copy_search);
   std::map<std::string, std::pair<double, int>> kinds;
   for (std::size_t i = 0; i < tasks.size(); ++i) {
     const double r = episodes[i]->reward();
@@ -310,7 +325,7 @@ RlReport train_rl(PumaModel& model, const RlTasks& train, const RlTasks& eval, c
     RlEvaluation e;
     if (!lead || eval.size() == 0) return e;
     const auto start = Clock::now();
-    e = evaluate_greedy(model, eval, o.max_new_tokens, o.generate_batch);
+    e = evaluate_greedy(model, eval, o.max_new_tokens, o.generate_batch, o.copy_search);
     report.eval_seconds += since(start);
     json point = evaluation_json(e);
     point["iteration"] = iteration;
@@ -370,7 +385,8 @@ RlReport train_rl(PumaModel& model, const RlTasks& train, const RlTasks& eval, c
         episode_seeds.push_back(seed);
       }
     play(model, episodes, played, sampling, o.generate_batch,
-         [&](std::size_t e, int round) { return derive_seed(episode_seeds[e], 0xd1ce, static_cast<uint64_t>(round)); });
+         [&](std::size_t e, int round) { return derive_seed(episode_seeds[e], 0xd1ce, static_cast<uint64_t>(round)); },
+         o.copy_search);
     // Rewards to advantages, task by task.
     IterationSums sums;
     sums.kind_reward.assign(kinds.size(), 0);

@@ -45,6 +45,9 @@ class RlEpisode {
   //! group stays in the update even when tied, so that the KL term holds that prompt where the reference has it.
   //! nullopt (the default): the completion carries the episode's advantage.
   virtual std::optional<double> turn_reward(std::size_t turn) const { return std::nullopt; }
+  //! Whether the prompt next_prompt() last returned asks for a search query, which RlOptions::copy_search then
+  //! decodes from the prompt's own words (search_vocabulary.h).
+  virtual bool asks_search_query() const { return false; }
 };
 
 //! The tasks an RL run plays: task i is named keys[i], of kind kinds[i] ("search", ...: the curve's per-kind
@@ -85,6 +88,9 @@ struct RlOptions {
   //! Also write every episode's token ids, sampling log-probabilities, reward and advantage to
   //! work_dir/rollouts.jsonl (rank r > 0: rollouts-rank<r>.jsonl), one line per episode.
   bool save_rollouts = false;
+  //! Search queries are sampled, and decoded in the greedy curve, from the prompt's own words only
+  //! (PipelineOptions::copy_search). The log-probabilities trained on stay the model's own, as with top-k.
+  bool copy_search = false;
 };
 
 //! UsageError naming (by its `--rl-*` flag) the first RL setting out of its range; PipelineOptions::validate and
@@ -121,6 +127,8 @@ RlReport train_rl(PumaModel& model, const RlTasks& train, const RlTasks& eval, c
                   const RlOptions& options, const std::function<void(const std::string&)>& log = {});
 
 //! The greedy reward of `model` on `tasks` (one episode each, seed 0).
-RlEvaluation evaluate_greedy(PumaModel& model, const RlTasks& tasks, int max_new_tokens, int batch = 512);
+//! copy_search: search queries from the prompt's words only (RlOptions::copy_search).
+RlEvaluation evaluate_greedy(PumaModel& model, const RlTasks& tasks, int max_new_tokens, int batch = 512,
+                             bool copy_search = false);
 
 }  // namespace pwab::puma

@@ -40,6 +40,8 @@ class SingleTurnEpisode final : public RlEpisode {
     if (turn == 0 && function_right_) return *function_right_ ? 1.0 : 0.0;
     return std::nullopt;
   }
+  // The parameter prompt names the true tool (the function turn, when there is one, comes before it).
+  bool asks_search_query() const override { return !function_turn_ && example_.type == data::TaskType::kSearch; }
 
  private:
   const env::Environment& env_;

@@ -11,6 +11,7 @@
 #include "core/sys.h"
 #include "core/text.h"
 #include "puma/pipeline_run.h"
+#include "puma/search_vocabulary.h"
 
 namespace pwab::puma::stages {
 
@@ -35,6 +36,7 @@ class CandidateSampler {
       g.batch_size = 1;
       for (const Example* e : group) {
         g.seed = task_seed(*e);
+        g.allowed_tokens = {allowed(*e)};
         out.push_back(model_->generate({e->prompt}, g).at(0));
       }
     } else {
@@ -44,6 +46,7 @@ class CandidateSampler {
         for (int i = 0; i < o.samples; ++i) {
           prompts.push_back(e->prompt);
           g.prompt_seeds.push_back(derive_seed(task_seed(*e), static_cast<uint64_t>(i)));
+          g.allowed_tokens.push_back(allowed(*e));
         }
       g.batch_size = static_cast<int>(prompts.size());
       auto generated = model_->generate(prompts, g);
@@ -59,6 +62,11 @@ class CandidateSampler {
 
  private:
   uint64_t task_seed(const Example& e) const { return derive_seed(run_.o.seed, hash_bytes(e.task)); }
+  // The tokens a candidate may use: a search query's from its prompt with copy_search, else any (empty).
+  std::vector<int32_t> allowed(const Example& e) const {
+    if (!run_.o.copy_search || e.type != data::TaskType::kSearch) return {};
+    return search_vocabulary(model_->tokenizer(), e.prompt);
+  }
   GenerateConfig config() const {
     GenerateConfig g;
     g.max_new_tokens = run_.o.max_new_tokens;

@@ -9,6 +9,7 @@
 #include "core/text.h"
 #include "env/tools.h"
 #include "puma/pipeline_run.h"
+#include "puma/search_vocabulary.h"
 
 namespace pwab::puma {
 namespace stages {
@@ -57,6 +58,7 @@ FastTestResult evaluate_step(PipelineRun& run, const std::string& step, const fs
 // eval-sft: the fast test of the SFT model.
 void eval_sft_step(PipelineRun& run) {
   run.settings += json{{"max_new_tokens", run.o.max_new_tokens}, {"function_file", run.o.function_file.string()}}.dump();
+  if (run.o.copy_search) run.settings += json{{"search_decoding", "copy"}}.dump();
   run.report.sft = evaluate_step(run, "eval-sft", run.sft_dir);
   run.report.have_sft = true;
   run.settings_after_sft = run.settings;
@@ -118,6 +120,12 @@ FastTestResult evaluate_model(PumaModel& model, const PipelineContext& ctx, cons
     param_prompts.push_back(agents::puma_param_prompt(agents::puma_instruction_text(ds, *t, type), memory, fn));
   }
   g.max_new_tokens = o.max_new_tokens;
+  if (o.copy_search) {
+    g.allowed_tokens.resize(tasks.size());
+    for (std::size_t i = 0; i < tasks.size(); ++i)
+      if (functions[tasks[i]->instruction] == env::kSearch)
+        g.allowed_tokens[i] = search_vocabulary(model.tokenizer(), param_prompts[i]);
+  }
   auto param_texts = model.generate(param_prompts, g);
   for (std::size_t i = 0; i < tasks.size(); ++i) {
     std::string p = agents::puma_generated_part(param_texts[i].at(0), "### Tool Parameter:\n");

@@ -102,6 +102,7 @@ RlSetup rl_setup(const PipelineRun& run) {
 RlOptions rl_options(const PipelineRun& run) {
   RlOptions r = run.o.rl;
   r.train = run.rl_options;
+  r.copy_search = run.o.copy_search;
   if (r.train.lora) {
     r.train.adapter_dir = run.rl_dir / "adapter";
     r.train.adapter_base_model = (run.sft_dir / "model").string();

@@ -228,6 +228,26 @@ TEST(PumaCli, TinyPipelineEndToEndResumableThenServesTheAgent) {
   EXPECT_EQ(functions, 4);  // one function completion per episode
   EXPECT_GE(parameters, 4);
 
+  // Copy-constrained search queries: the flag is checked, is part of eval-sft's settings (the SFT model is kept,
+  // its evaluation redone), and the agent asks the local model for them.
+  EXPECT_EQ(run_binary(train + " --search-decoding nope", &log), 2) << log;
+  EXPECT_TRUE(has(log, "--search-decoding must be free or copy")) << log;
+  const std::string eval_copy = "puma eval-sft" + train.substr(std::string("puma train").size()) +
+                                " --dpo-epochs 2 --search-decoding copy";
+  ASSERT_EQ(run_binary(eval_copy, &log), 0) << log;
+  EXPECT_TRUE(has(log, "sft: done before")) << log;
+  EXPECT_TRUE(has(log, "eval-sft: running")) << log;
+  EXPECT_TRUE(has(pwab::test::read_text(fs::path(out) / "sft" / "eval" / ".done"), "search_decoding"));
+  const std::string copied = (dir / "copied").string();
+  ASSERT_EQ(run_binary("run --quiet --data " + data + " --agent puma --model puma-tiny --local-model " + out +
+                           "/dpo/model --agent-opt tokenizer=" + out + "/dpo/model --agent-opt memory_tokens=192 "
+                           "--memory-length 20 --agent-opt max_new_tokens=48 --embedder hashing --tasks 0:6 "
+                           "--agent-opt copy_search=true --out " + copied,
+                       &log),
+            0)
+      << log;
+  EXPECT_TRUE(has(pwab::test::read_text(fs::path(copied) / "manifest.json"), "copy_search")) << "manifest";
+
   // The same model over /v1/completions (`pwab lm serve`): greedy text as `pwab lm generate` writes it, and the
   // token ids and log-probabilities an engine sampling elsewhere checks its own against.
   {

@@ -1,6 +1,6 @@
 // The LLaMA decoder on the tiny fixture: logits equal the pure-Python reference (every stored dtype, sharded,
 // llama3 rope scaling, tied embeddings), shapes, causal masking, KV-cache decoding, padding and positions, GQA,
-// checkpoint round trips and errors; generation: greedy, beam search, sampling.
+// checkpoint round trips and errors; generation: greedy, beam search, sampling, allowed tokens.
 #include <gtest/gtest.h>
 
 #include <set>
@@ -548,6 +548,64 @@ TEST(Generate, BeamSampleReturnsTenDistinctReproducibleCandidates) {
   // a prompt alone samples what it samples in a batch
   auto alone = generate(*model, {prompts[0]}, [&] { auto p = o; p.seed = 42; return p; }());
   for (std::size_t k = 0; k < 10; ++k) EXPECT_EQ(alone[0][k].tokens, a[0][k].tokens);
+}
+
+TEST(Generate, AllowedTokensConstrainEveryDecoderAndLeaveTheLogprobsTheModels) {
+  auto model = load_fixture();
+  GenerateOptions o;
+  o.max_new_tokens = 6;
+  o.eos_token_ids = {2};
+  const std::vector<std::vector<int32_t>> prompts{sequence(0), sequence(1)};
+  const auto free_run = generate(*model, prompts, o);
+  ASSERT_FALSE(free_run[0][0].tokens.empty());
+  // prompt 0 may use tokens 10..29 except its free first choice; prompt 1 stays free
+  std::vector<int32_t> allowed;
+  for (int32_t t = 10; t < 30; ++t)
+    if (t != free_run[0][0].tokens[0]) allowed.push_back(t);
+  std::set<int32_t> ok(allowed.begin(), allowed.end());
+  ok.insert(2);
+  o.allowed_tokens = {allowed, {}};
+  auto inside = [&](const std::vector<int32_t>& tokens) {
+    return std::all_of(tokens.begin(), tokens.end(), [&](int32_t t) { return ok.count(t) > 0; });
+  };
+  const auto constrained = generate(*model, prompts, o);
+  const Generation& g = constrained[0][0];
+  ASSERT_FALSE(g.tokens.empty());
+  EXPECT_TRUE(inside(g.tokens));
+  EXPECT_EQ(constrained[1][0].tokens, free_run[1][0].tokens);
+  // each step is the argmax of the full forward's logits over the allowed tokens and EOS, and the reported
+  // log-probability is the unconstrained model's
+  auto all = prompts[0];
+  all.insert(all.end(), g.tokens.begin(), g.tokens.end());
+  auto logp = torch::log_softmax(logits_of(*model, all).to(torch::kFloat64), -1);
+  for (std::size_t t = 0; t < g.tokens.size(); ++t) {
+    auto row = logp[int64_t(prompts[0].size() + t) - 1];
+    int32_t best = -1;
+    for (int32_t id : ok)
+      if (best < 0 || row[id].item<double>() > row[best].item<double>()) best = id;
+    EXPECT_EQ(g.tokens[t], best) << t;
+    EXPECT_NEAR(g.logprobs[t], row[g.tokens[t]].item<double>(), 1e-4) << t;
+  }
+  // sampling draws only allowed tokens, whatever the seed
+  o.do_sample = true;
+  o.top_k = 0;
+  o.temperature = 2.0;
+  for (uint64_t seed = 1; seed <= 8; ++seed) {
+    o.seed = seed;
+    EXPECT_TRUE(inside(generate(*model, prompts, o)[0][0].tokens)) << seed;
+  }
+  // beam search: every candidate
+  o.do_sample = false;
+  o.temperature = 1.0;
+  o.num_beams = 3;
+  const auto beams = generate(*model, prompts, o);
+  ASSERT_EQ(beams[0].size(), 3u);
+  for (const Generation& c : beams[0]) EXPECT_TRUE(inside(c.tokens));
+  o.num_beams = 1;
+  o.allowed_tokens = {allowed};  // one list for two prompts
+  EXPECT_THROW(generate(*model, prompts, o), UsageError);
+  o.allowed_tokens = {{5, 64}, {}};  // 64 is outside the fixture's 64-token vocabulary
+  EXPECT_THROW(generate(*model, prompts, o), UsageError);
 }
 
 TEST(Generate, SamplingIsReproducibleAndFollowsTemperature) {

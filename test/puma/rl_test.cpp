@@ -1,12 +1,15 @@
 // Online RL on a PumaModel (puma/rl.h, rl_trainer.h) with small models and rewards the tests make: nothing moves
 // when the policy is its reference and every reward is equal; a reward for one answer makes it likelier; a run
 // killed or cancelled and resumed ends with the weights of an uninterrupted one; two ranks train what one process
-// trains; and multi-turn episodes train exactly the tokens the model generated.
+// trains; multi-turn episodes train exactly the tokens the model generated; and copy_search samples search queries
+// from the prompt's words alone.
 #include "puma/rl.h"
 
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
+#include <algorithm>
+#include <map>
 #include <numeric>
 #include <sstream>
 #include <thread>
@@ -18,6 +21,7 @@
 #include "llama/rl_loss.h"
 #include "env/tools.h"
 #include "puma/rl_tasks.h"
+#include "puma/search_vocabulary.h"
 #include "support/test_support.h"
 
 namespace pwab::puma {
@@ -389,6 +393,61 @@ TEST(PumaRl, SingleTurnEpisodesSampleTheFunctionAsATurnOfItsOwnReward) {
   EXPECT_EQ(episodes, examples.size() * 3);
   auto point = curve(dir / "st" / "curve.jsonl", "train").at(0);
   EXPECT_GE(point["trained_tokens"].get<int64_t>(), function_tokens);
+}
+
+TEST(PumaRl, CopySearchSamplesSearchQueriesFromThePromptsWordsOnly) {
+  pwab::test::TempDir dir;
+  TinyWorld tiny;
+  const data::Dataset& ds = tiny.ds;
+  auto model = PumaModel::open(sft_model(dir.path(), 2));
+  // the vocabulary: the prompt's ids, and each word's alone, with and without its punctuation
+  const std::string ask = "Find me a red kettle, please!";
+  std::vector<int32_t> v = search_vocabulary(model->tokenizer(), ask);
+  EXPECT_TRUE(std::is_sorted(v.begin(), v.end()));
+  EXPECT_EQ(std::adjacent_find(v.begin(), v.end()), v.end());
+  for (const std::string& part : {ask, std::string("kettle"), std::string("kettle,"), std::string("please")})
+    for (int32_t id : model->tokenizer().encode(part, false, false))
+      EXPECT_TRUE(std::binary_search(v.begin(), v.end(), id)) << part << " " << id;
+  EXPECT_LT(v.size(), static_cast<std::size_t>(model->tokenizer().vocab_size()) / 4);
+
+  std::vector<Example> examples;
+  for (const data::Task& t : ds.tasks(data::Split::kTest))
+    examples.push_back({data::task_key(t), t.instruction, t.type,
+                        agents::puma_param_prompt(t.instruction, "none", std::string(env::task_function(t.type))), "",
+                        "none"});
+  RlOptions o = small_options();
+  o.iterations = 1;
+  o.tasks_per_iteration = static_cast<int>(examples.size());
+  o.minibatches = 1;
+  o.group_size = 4;
+  o.save_rollouts = true;
+  o.kl_coef = 0;
+  // Counts, over every episode's parameter turn, the tokens outside the prompt's vocabulary: search turns and others.
+  auto outside = [&](bool copy) {
+    RlOptions c = o;
+    c.copy_search = copy;
+    auto m = PumaModel::open(dir / "sft");
+    const fs::path work = dir / (copy ? "copy" : "free");
+    train_rl(*m, single_turn_rl_tasks(tiny.env, examples, /*with_function=*/true), {}, work, c);
+    std::map<std::string, const Example*> by_key;
+    for (const Example& e : examples) by_key[e.task] = &e;
+    std::pair<int, int> n{0, 0};
+    std::istringstream in(pwab::test::read_text(work / "rollouts.jsonl"));
+    for (std::string line; std::getline(in, line);) {
+      auto e = nlohmann::json::parse(line);
+      const Example& ex = *by_key.at(e["task"].get<std::string>());
+      std::vector<int32_t> allowed = search_vocabulary(m->tokenizer(), ex.prompt);
+      for (int32_t id : e["turns"][1]["completion_ids"].get<std::vector<int32_t>>())
+        if (id != m->tokenizer().eos_id() && !std::binary_search(allowed.begin(), allowed.end(), id))
+          ++(ex.type == data::TaskType::kSearch ? n.first : n.second);
+    }
+    return n;
+  };
+  auto [copy_search, copy_other] = outside(true);
+  EXPECT_EQ(copy_search, 0);  // every search query is made of the prompt's pieces
+  EXPECT_GT(copy_other, 0);   // the other tools' parameters stay free
+  auto [free_search, free_other] = outside(false);
+  EXPECT_GT(free_search, 0);  // without it, the model writes pieces the prompt does not have
 }
 
 TEST(PumaRl, OptionsAreChecked) {

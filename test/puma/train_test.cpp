@@ -3,6 +3,8 @@
 // local completions backend answers raw-text requests only.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <thread>
@@ -11,6 +13,7 @@
 #include "core/error.h"
 #include "llama/distributed.h"
 #include "puma/model.h"
+#include "puma/search_vocabulary.h"
 #include "support/test_support.h"
 
 namespace pwab::puma {
@@ -323,6 +326,29 @@ TEST(PumaTrain, LocalBackendAnswersRawCompletionsOnly) {
   messages.messages.push_back(llm::Message::user("hello"));
   EXPECT_THROW(chat->chat(messages), UsageError);
   EXPECT_NE(chat->describe().find("local tiny"), std::string::npos);
+  // prompt_words_only: the completion's tokens are the prompt's (search_vocabulary.h), sampled or greedy
+  llm::ChatRequest copy = req;
+  copy.prompt_words_only = true;
+  copy.max_tokens = 12;
+  copy.return_tokens = true;
+  const std::vector<int32_t> allowed = search_vocabulary(model->tokenizer(), *copy.prompt);
+  int outside_free = 0;
+  for (double temperature : {0.0, 1.5}) {
+    copy.temperature = req.temperature = temperature;
+    for (int64_t seed = 0; seed < 4; ++seed) {
+      copy.seed = req.seed = seed;
+      const llm::ChatResponse constrained = chat->chat(copy);
+      ASSERT_TRUE(constrained.tokens);
+      for (int32_t id : constrained.tokens->completion_ids)
+        EXPECT_TRUE(id == model->tokenizer().eos_id() || std::binary_search(allowed.begin(), allowed.end(), id)) << id;
+      req.return_tokens = true;
+      const llm::ChatResponse free = chat->chat(req);
+      ASSERT_TRUE(free.tokens);
+      for (int32_t id : free.tokens->completion_ids)
+        outside_free += id != model->tokenizer().eos_id() && !std::binary_search(allowed.begin(), allowed.end(), id);
+    }
+  }
+  EXPECT_GT(outside_free, 0);  // the untrained model, free, writes other pieces
 }
 
 // Requests from many threads at once are generated in shared batches (local_model.cpp), and each gets what it gets
