@@ -83,7 +83,7 @@ class PumaAgent final : public env::Agent {
 
   void begin(const data::Task& task, const std::string& first_observation, data::Track track) override {
     (void)first_observation;
-    (void)track;
+    track_ = track;
     task_ = &task;
     FunctionGuess guess = factory_.predictor().predict(task.instruction, model_.get());
     dialogue_ = PumaDialogue(guess.function, factory_.references(task, guess.function));
@@ -104,6 +104,10 @@ class PumaAgent final : public env::Agent {
     req.temperature = access_.temperature.value_or(0.0);  // docs/decisions.md §5.4: greedy
     req.max_tokens = access_.max_tokens.value_or(factory_.options().max_new_tokens);
     req.seed = access_.seed;
+    // Multi-turn parameters may be a question to the user, whose words the prompt does not hold: left free, as
+    // pwab puma's RL leaves them (rl.h RlEpisode::asks_search_query).
+    req.prompt_words_only = factory_.options().copy_search && track_ == data::Track::kSingleTurn &&
+                            trim(dialogue_.function()) == env::kSearch;
     llm::ChatResponse r = model_->chat(req);  // llm::InfraError propagates: the runner marks the task errored
 
     env::AgentStep step;
@@ -118,6 +122,7 @@ class PumaAgent final : public env::Agent {
   const LlmAccess& access_;
   std::unique_ptr<llm::ChatModel> model_;
   const data::Task* task_ = nullptr;
+  data::Track track_ = data::Track::kSingleTurn;
   PumaDialogue dialogue_{""};
   std::string memory_;
   int prior_prompt_tokens_ = 0, prior_completion_tokens_ = 0;
@@ -142,6 +147,7 @@ PumaOptions parse_puma_options(const AgentOptions& options) {
   o.max_new_tokens = r.integer("max_new_tokens", o.max_new_tokens, 1, 100000);
   if (auto dir = r.path("tokenizer")) o.tokenizer = *dir;
   if (auto file = r.path("rollouts")) o.rollouts = *file;
+  o.copy_search = r.flag("copy_search", o.copy_search);
   r.finish();
   return o;
 }
@@ -227,6 +233,7 @@ std::string PumaAgentFactory::config_json() const {
   w.key("function_model").value(predictor_->description());
   w.key("embedder").value(context_.embedder && options_.memory ? context_.embedder->name() : std::string());
   w.key("max_new_tokens").value(options_.max_new_tokens);
+  if (options_.copy_search) w.key("copy_search").value(true);  // absent when off: older manifests stay the same
   w.end_object();
   return out;
 }

@@ -38,6 +38,10 @@ struct PumaOptions {
   //! token ids, loss mask and sampling log-probabilities (format pwab-rollout/1, docs/agents/puma.md); the model
   //! must report its tokens (a local model, or a /v1/completions server with return_token_ids). Empty = none.
   std::filesystem::path rollouts;
+  //! `copy_search=true`: on the single-turn track, the search query is decoded from the prompt's own words
+  //! (llm::ChatRequest::prompt_words_only; docs/puma.md "Copy-constrained search queries"), as `pwab puma`'s cpu
+  //! preset evaluates its models. Needs a model that honours it: --local-model.
+  bool copy_search = false;
 };
 
 //! One completion as an RL engine trains on it: a line of format pwab-rollout/1 ({"format", "task", "episode",
@@ -49,7 +53,7 @@ std::string rollout_line(std::string_view task, std::string_view episode, int tu
 //! Reads AgentOptions: memory "" | taskspec | none, memory_length ≥ 1 (default 100), and the extra keys
 //! `memory_tokens` (≥ 1, default 768), `recommend_memory` (full | asins | numbered), `recommend_memory_tokens` (0 = memory_tokens),
 //! `relevance` (full | compact), `function_model` (puma | fasttext | keywords
-//! | llm), `function_file` (PATH), `max_new_tokens`, `tokenizer` (PATH), `rollouts` (PATH). UsageError for anything
+//! | llm), `function_file` (PATH), `max_new_tokens`, `tokenizer` (PATH), `rollouts` (PATH), `copy_search` (true | false). UsageError for anything
 //! else.
 PumaOptions parse_puma_options(const AgentOptions& options);
 

@@ -48,6 +48,10 @@ json request_body(const ChatRequest& r) {
   if (r.temperature) body["temperature"] = *r.temperature;
   if (r.max_tokens) body["max_tokens"] = *r.max_tokens;
   if (r.seed) body["seed"] = *r.seed;
+  if (r.prompt_words_only) {
+    if (!r.prompt) throw UsageError("ChatRequest.prompt_words_only needs a raw-text request (prompt set)");
+    body["prompt_words_only"] = true;
+  }
   if (r.return_tokens && r.prompt) {
     body["logprobs"] = 0;  // the sampled token's log-probability only
     body["return_token_ids"] = true;

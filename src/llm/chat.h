@@ -70,6 +70,11 @@ struct ChatRequest {
   //! Not sent: a sample index that is part of the cache key, so that several samples of one request at
   //! temperature > 0 (trials) are cached side by side. 0 for ordinary calls.
   int sample = 0;
+  //! Raw-text completions: continue with the prompt's own words only (lexically constrained decoding, the copy-
+  //! constrained search queries of docs/puma.md). The local PUMA model honours it; to a server it is sent as
+  //! "prompt_words_only": true, which `pwab lm serve` refuses as an unknown field (a constraint is never dropped
+  //! without a word) and other servers may ignore.
+  bool prompt_words_only = false;
 };
 
 //! The tokens behind a raw-text completion, as the model read and sampled them.

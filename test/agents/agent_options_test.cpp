@@ -223,7 +223,7 @@ TEST(AgentOptionParsers, EachAgentListsItsKeys) {
             "(available: interec_init, interec_memory, max_steps)");
   EXPECT_EQ(available(usage_error([&] { parse_puma_options(bad); })),
             "(available: memory_tokens, recommend_memory, recommend_memory_tokens, relevance, function_model, "
-            "function_file, max_new_tokens, tokenizer, rollouts)");
+            "function_file, max_new_tokens, tokenizer, rollouts, copy_search)");
   EXPECT_EQ(available(usage_error([&] { parse_remote_options(bad); })),
             "(available: url, name, token, product_details, timeout, retries, retry_delay, max_in_flight, max_steps)");
   EXPECT_EQ(available(usage_error([&] { parse_heuristic_options(bad); })),

@@ -284,6 +284,29 @@ TEST(PumaAgent, SingleTurnPredictsThenSearchesWithTheTrainingPrompt) {
   EXPECT_FALSE(second.contains("messages"));
 }
 
+// copy_search: the single-turn search query asks the model for the prompt's words only; the function prediction,
+// other tools' parameters and multi-turn steps stay free.
+TEST(PumaAgent, CopySearchAsksForThePromptsWordsOnSingleTurnSearchesOnly) {
+  Fixture fx;
+  auto f = fx.factory({{"copy_search", "true"}});
+  EXPECT_EQ(json::parse(f->config_json())["copy_search"], true);
+  EXPECT_FALSE(json::parse(fx.factory()->config_json()).contains("copy_search"));
+  fx.llm.server.push(ScriptedReply::completion("search_product_by_query"));
+  fx.llm.server.push(ScriptedReply::completion("red electric kettle"));
+  runner::run_episode(fx.env, task(0), *f->make(task(0)), nullptr, {data::Track::kSingleTurn, 10});
+  fx.llm.server.push(ScriptedReply::completion("get_recommendations_by_history"));
+  fx.llm.server.push(ScriptedReply::completion("B0KETTLE01"));
+  runner::run_episode(fx.env, task(1), *f->make(task(1)), nullptr, {data::Track::kSingleTurn, 10});
+  fx.llm.server.push(ScriptedReply::completion("search_product_by_query"));
+  fx.llm.server.push(ScriptedReply::completion("red electric kettle"));
+  fx.llm.server.push(ScriptedReply::completion("stop"));
+  fctest::FixedUser user({"Thanks."});
+  runner::run_episode(fx.env, task(0), *f->make(task(0)), &user, {data::Track::kMultiTurn, 10});
+  ASSERT_EQ(fx.llm.server.n_requests(), 7u);
+  for (std::size_t i = 0; i < 7; ++i)
+    EXPECT_EQ(fx.body(i).value("prompt_words_only", false), i == 1) << i << ": " << fx.body(i).dump();
+}
+
 TEST(PumaAgent, ReviewPromptCarriesTheProductAndSayEndsSingleTurn) {
   Fixture fx;
   auto f = fx.factory();

@@ -515,6 +515,17 @@ TEST(Wire, TokenTracesAreAskedForReadAndCached) {
   EXPECT_EQ(body["return_token_ids"], true);
   req.return_tokens = false;
   EXPECT_FALSE(json::parse(request_body_json(req)).contains("return_token_ids"));
+  // the copy constraint travels in the body, so a cached free completion never answers a constrained request
+  EXPECT_FALSE(json::parse(request_body_json(req)).contains("prompt_words_only"));
+  ChatRequest copy = req;
+  copy.prompt_words_only = true;
+  EXPECT_EQ(json::parse(request_body_json(copy))["prompt_words_only"], true);
+  EXPECT_NE(canonical_request_json(copy), canonical_request_json(req));
+  ChatRequest chat_copy;
+  chat_copy.model = "puma";
+  chat_copy.messages.push_back(Message::user("hi"));
+  chat_copy.prompt_words_only = true;
+  EXPECT_THROW(request_body_json(chat_copy), UsageError);
 
   const std::string reply = R"({"choices": [{"index": 0, "text": "ab", "finish_reason": "stop",
       "token_ids": [5, 6, 2], "prompt_token_ids": [1, 9],
