@@ -1,10 +1,13 @@
 // src/assemble/training_session.cpp: PUMA's pipeline over a dataset's environment (training_session.h).
 #include "assemble/training_session.h"
 
+#include <fmt/format.h>
+
 #include <map>
 
 #include "assemble/services.h"
 #include "core/error.h"
+#include "core/hash.h"
 #include "data/loader.h"
 #include "models/torch_models.h"
 
@@ -38,6 +41,7 @@ TrainingSession::TrainingSession(const TrainingConfig& config, const RunModels& 
   ctx.ds = &impl_->ds;
   ctx.embedder = impl_->world.embedder.get();
   ctx.env = impl_->world.environment.get();
+  ctx.recommender_fingerprint = fmt::format("{:016x}", hash_file(impl_->world.services.checkpoint));
   {
     // the heuristic agent as `pwab run --track multi` runs it: its classifier cached beside the dataset's others
     agents::AgentContext teacher;

@@ -155,6 +155,10 @@ struct PipelineContext {
   //! The agent whose multi-turn episodes become the multi-turn SFT examples (dialogue_data.h; the heuristic agent in
   //! `pwab puma`); needed when the dialogue weight is above 0.
   const agents::AgentFactory* dialogue_teacher = nullptr;
+  //! What identifies the recommender behind `env` (the assembly: its checkpoint's content hash). The teacher's
+  //! multi-turn episodes call it, so it is part of the prepare step's settings when that step makes multi-turn
+  //! examples: a retrained recommender remakes them. Empty = not recorded.
+  std::string recommender_fingerprint;
   //! When set, the sample step asks this OpenAI-compatible completions model for the candidates (n samples per
   //! prompt at the sampling temperature) instead of generating them in-process: 7B sampling on vLLM.
   llm::ChatModel* sample_model = nullptr;

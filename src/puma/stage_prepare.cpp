@@ -85,6 +85,11 @@ void prepare_step(PipelineRun& run) {
   const PipelineOptions& o = run.o;
   const data::Dataset& ds = run.ds;
   const embed::Embedder& embedder = *run.ctx.embedder;
+  json dialogue = false;
+  if (wants_dialogue(o)) {
+    dialogue = {{"steps", kDialogueSteps}, {"seed", o.seed}};
+    if (!run.ctx.recommender_fingerprint.empty()) dialogue["recommender"] = run.ctx.recommender_fingerprint;
+  }
   run.settings += json{{"k", o.prepare.memory.k}, {"tokens", o.prepare.memory.max_tokens},
                        {"fallback", o.prepare.recommend_fallback == RecommendFallback::kSkip ? "skip" : "recent"},
                        {"recommend_length", o.prepare.recommend_length},
@@ -92,7 +97,7 @@ void prepare_step(PipelineRun& run) {
                        {"recommend_memory_tokens", o.prepare.memory.recommend_max_tokens},
                        {"labels", o.search_labels}, {"train_limit", o.train_limit}, {"test_limit", o.test_limit},
                        {"prompts", std::string(agents::kPumaPromptsVersion)}, {"embedder", embedder.name()},
-                       {"dialogue", wants_dialogue(o) ? json{{"steps", kDialogueSteps}, {"seed", o.seed}} : json(false)}}
+                       {"dialogue", dialogue}}
                       .dump();
   if (run.steps.skip("prepare", run.data_dir, run.settings)) return;
   auto counter = agents::tokenizer_token_counter(tok::load_tokenizer(run.base));

@@ -162,6 +162,14 @@ TEST(PumaPipeline, StopsAtUntilAndResumesByTheSettings) {
   PipelineReport prepare_changed = run_pipeline(w.context(), o, "prepare");
   EXPECT_EQ(prepare_changed.skipped_steps, (Steps{"tokenizer"}));
   EXPECT_EQ(prepare_changed.ran_steps, (Steps{"prepare"}));
+  // Another recommender behind the environment remakes the teacher's multi-turn examples: its fingerprint is a
+  // setting of the step that makes them.
+  PipelineContext retrained = w.context();
+  retrained.recommender_fingerprint = "0123456789abcdef";
+  PipelineReport recommender_changed = run_pipeline(retrained, o, "prepare");
+  EXPECT_EQ(recommender_changed.ran_steps, (Steps{"prepare"}));
+  EXPECT_NE(pwab::test::read_text(dir / "data" / ".done").find("0123456789abcdef"), std::string::npos);
+  EXPECT_EQ(run_pipeline(retrained, o, "prepare").skipped_steps, (Steps{"tokenizer", "prepare"}));
   o.tiny_vocab_size = 380;
   PipelineReport vocab_changed = run_pipeline(w.context(), o, "prepare");
   EXPECT_TRUE(vocab_changed.skipped_steps.empty());
