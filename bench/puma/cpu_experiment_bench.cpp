@@ -4,7 +4,8 @@
 //   pwab puma eval-rl --preset cpu        the RL branch in the same directory (rl, eval-rl)
 // and the checks that say the methods work at this scale:
 //   - the whole pipeline, RL included, takes at most 60 minutes;
-//   - without SFT (the from-scratch model untrained) search R. Acc is near zero;
+//   - without SFT (the from-scratch model untrained, decoding freely) search R. Acc is near zero; the same model with
+//     the preset's copy-constrained queries is reported beside it (what the constraint gives without training);
 //   - after SFT, search R. Acc is at least half of the heuristic teacher's on the test split;
 //   - DPO keeps function accuracy;
 //   - issue 28's targets for online RL: SFT + RL − SFT ≥ +0.03 overall R. Acc with the paired 95% interval above 0;
@@ -67,18 +68,22 @@ const int registered = add({
       teacher_search = read_json(teacher / "summary.json")["groups"]["search"]["r_acc"]["value"].get<double>();
     },
     [](const Context& ctx, std::vector<Extra>& extras) {
-      const fs::path data = full_dataset_dir(ctx), run = root(ctx) / "run", untrained = root(ctx) / "no-sft";
+      const fs::path data = full_dataset_dir(ctx), run = root(ctx) / "run", untrained = root(ctx) / "no-sft",
+                     untrained_copy = root(ctx) / "no-sft-copy";
       const std::string pwab = pwab_binary(ctx).string(), log = (root(ctx) / "log.txt").string();
       fs::remove_all(run);
       fs::remove_all(untrained);
+      fs::remove_all(untrained_copy);
       train_seconds = time_command(fmt::format("{} puma train --data {} --out {} --preset cpu > {} 2>&1", pwab,
                                                data.string(), run.string(), log));
       train_seconds += time_command(fmt::format("{} puma eval-rl --data {} --out {} --preset cpu >> {} 2>&1", pwab,
                                                 data.string(), run.string(), log));
-      // w/o SFT: the same model untrained, evaluated on the same test split (tokenizer and data reused)
-      time_command(fmt::format("{} puma eval-sft --data {} --out {} --preset cpu --sft-epochs 0 --reuse-from {} >> {} "
-                               "2>&1",
-                               pwab, data.string(), untrained.string(), run.string(), log));
+      // w/o SFT: the same model untrained, evaluated on the same test split (tokenizer and data reused), decoding
+      // freely and with the preset's copy-constrained search queries
+      for (const auto& [dir, decoding] : {std::pair{untrained, "free"}, std::pair{untrained_copy, "copy"}})
+        time_command(fmt::format("{} puma eval-sft --data {} --out {} --preset cpu --sft-epochs 0 --search-decoding {} "
+                                 "--reuse-from {} >> {} 2>&1",
+                                 pwab, data.string(), dir.string(), decoding, run.string(), log));
       Json report = read_json(run / "report.json");
       for (auto it = report["seconds"].begin(); it != report["seconds"].end(); ++it)
         extras.push_back({"seconds_" + it.key(), it->get<double>(), "s"});
@@ -115,6 +120,9 @@ const int registered = add({
       extras.push_back({"teacher_search_r_acc", teacher_search, ""});
       Json none = read_json(untrained / "sft" / "eval" / "fast_test.json");
       extras.push_back({"no_sft_search_r_acc", none["search"]["result_acc"].get<double>(), ""});
+      extras.push_back({"no_sft_copy_search_r_acc",
+                        read_json(untrained_copy / "sft" / "eval" / "fast_test.json")["search"]["result_acc"].get<double>(),
+                        ""});
       for (const char* which : {"sft", "dpo", "rl"}) {
         Json t = read_json(run / which / "eval" / "fast_test.json");
         extras.push_back({std::string(which) + "_function_acc", t["overall"]["function_acc"].get<double>(), ""});
