@@ -362,23 +362,35 @@ TEST(PumaRl, MultiTurnEpisodesTrainExactlyTheGeneratedTokens) {
 
 // Single-turn episodes with the function first: every episode samples the function prompt, then the parameter
 // prompt of the true tool; the function turns are trained on (as KL anchors) even when every sample was right.
+// Every test task of `ds` as a single-turn example with the true tool and no memory.
+std::vector<Example> test_examples(const data::Dataset& ds) {
+  std::vector<Example> examples;
+  for (const data::Task& t : ds.tasks(data::Split::kTest))
+    examples.push_back({data::task_key(t), t.instruction, t.type,
+                        agents::puma_param_prompt(t.instruction, "none", std::string(env::task_function(t.type))), "",
+                        "none"});
+  return examples;
+}
+
+// One iteration that plays every example `group` times in one minibatch, its rollouts saved.
+RlOptions one_iteration_over(const std::vector<Example>& examples, int group) {
+  RlOptions o = small_options();
+  o.iterations = 1;
+  o.tasks_per_iteration = static_cast<int>(examples.size());
+  o.minibatches = 1;
+  o.group_size = group;
+  o.save_rollouts = true;
+  return o;
+}
+
 TEST(PumaRl, SingleTurnEpisodesSampleTheFunctionAsATurnOfItsOwnReward) {
   pwab::test::TempDir dir;
   TinyWorld tiny;
   const data::Dataset& ds = tiny.ds;
   env::Environment& env = tiny.env;
   auto model = PumaModel::open(sft_model(dir.path(), 8));
-  std::vector<Example> examples;
-  for (const data::Task& t : ds.tasks(data::Split::kTest))
-    examples.push_back({data::task_key(t), t.instruction, t.type,
-                        agents::puma_param_prompt(t.instruction, "none", std::string(env::task_function(t.type))), "",
-                        "none"});
-  RlOptions o = small_options();
-  o.iterations = 1;
-  o.tasks_per_iteration = static_cast<int>(examples.size());
-  o.minibatches = 1;
-  o.group_size = 3;
-  o.save_rollouts = true;
+  std::vector<Example> examples = test_examples(ds);
+  RlOptions o = one_iteration_over(examples, 3);
   train_rl(*model, single_turn_rl_tasks(env, examples, /*with_function=*/true), {}, dir / "st", o);
   std::istringstream in(pwab::test::read_text(dir / "st" / "rollouts.jsonl"));
   int64_t function_tokens = 0;
@@ -410,17 +422,8 @@ TEST(PumaRl, CopySearchSamplesSearchQueriesFromThePromptsWordsOnly) {
       EXPECT_TRUE(std::binary_search(v.begin(), v.end(), id)) << part << " " << id;
   EXPECT_LT(v.size(), static_cast<std::size_t>(model->tokenizer().vocab_size()) / 4);
 
-  std::vector<Example> examples;
-  for (const data::Task& t : ds.tasks(data::Split::kTest))
-    examples.push_back({data::task_key(t), t.instruction, t.type,
-                        agents::puma_param_prompt(t.instruction, "none", std::string(env::task_function(t.type))), "",
-                        "none"});
-  RlOptions o = small_options();
-  o.iterations = 1;
-  o.tasks_per_iteration = static_cast<int>(examples.size());
-  o.minibatches = 1;
-  o.group_size = 4;
-  o.save_rollouts = true;
+  std::vector<Example> examples = test_examples(ds);
+  RlOptions o = one_iteration_over(examples, 4);
   o.kl_coef = 0;
   // Counts, over every episode's parameter turn, the tokens outside the prompt's vocabulary: search turns and others.
   auto outside = [&](bool copy) {
