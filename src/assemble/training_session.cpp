@@ -78,6 +78,7 @@ puma::PipelineReport TrainingSession::run(const puma::PipelineOptions& options, 
                                                          *impl_->world.embedder, env::EnvironmentOptions{impl_->top_k});
     }
     ctx.reward_env = w.environment.get();
+    ctx.reward_fingerprint = fmt::format("{:016x}", hash_file(options.reward_checkpoint));
   }
   return models::torch_models().run_puma_pipeline(ctx, options, until);
 }

@@ -72,8 +72,7 @@ struct ChatRequest {
   int sample = 0;
   //! Raw-text completions: continue with the prompt's own words only (lexically constrained decoding, the copy-
   //! constrained search queries of docs/puma.md). The local PUMA model honours it; to a server it is sent as
-  //! "prompt_words_only": true, which `pwab lm serve` refuses as an unknown field (a constraint is never dropped
-  //! without a word) and other servers may ignore.
+  //! "prompt_words_only": true, which `pwab lm serve` honours on /v1/completions and other servers may ignore.
   bool prompt_words_only = false;
 };
 

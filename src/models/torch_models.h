@@ -101,7 +101,8 @@ struct TorchModels {
 //! Bumped whenever TorchModels, or a type that crosses it (llm::ChatRequest, llm::TokenTrace, ...), changes;
 //! test/models/torch_seam_test.cpp records the crossing types' sizes for it and fails when one moves without a bump.
 //! 6: PipelineOptions::reward_checkpoint, PipelineContext::reward_env, rec::TrainOptions::hold_out_train.
-inline constexpr int kTorchModelsAbi = 8;
+//! 9: PipelineContext::reward_fingerprint.
+inline constexpr int kTorchModelsAbi = 9;
 //! The symbol the plugin exports: `const TorchModels* pwab_torch_models()`.
 inline constexpr const char* kTorchModelsSymbol = "pwab_torch_models";
 

@@ -151,6 +151,10 @@ struct PipelineContext {
   //! The environment whose rewards train the model (PipelineOptions::reward_checkpoint); null = `env`. Set exactly
   //! when reward_checkpoint is.
   const env::Environment* reward_env = nullptr;
+  //! What identifies the recommender behind reward_env (the assembly: its checkpoint's content hash), recorded beside
+  //! reward_checkpoint's path in the settings of the steps it scores (score, rl): a checkpoint retrained in place
+  //! redoes them. Empty = the path alone.
+  std::string reward_fingerprint;
   SearchLabeler search_labeler;                         //!< the LLM labeler when search_labels == "llm"
   //! The agent whose multi-turn episodes become the multi-turn SFT examples (dialogue_data.h; the heuristic agent in
   //! `pwab puma`); needed when the dialogue weight is above 0.

@@ -106,9 +106,13 @@ struct PipelineRun {
   bool cancelled() const { return ctx.cancel && ctx.cancel->load(); }
   //! Where rewards that train the model come from: the reward environment when there is one.
   const env::Environment& reward_env() const { return ctx.reward_env ? *ctx.reward_env : *ctx.env; }
-  //! The reward checkpoint as settings ({} without one, so that `.done` files from before it stay valid).
+  //! The reward checkpoint as settings, by path and content ({} without one, so that `.done` files from before it
+  //! stay valid).
   json reward_settings() const {
-    return o.reward_checkpoint.empty() ? json::object() : json{{"reward_checkpoint", o.reward_checkpoint.string()}};
+    if (o.reward_checkpoint.empty()) return json::object();
+    json j = {{"reward_checkpoint", o.reward_checkpoint.string()}};
+    if (!ctx.reward_fingerprint.empty()) j["reward_fingerprint"] = ctx.reward_fingerprint;
+    return j;
   }
 };
 

@@ -83,6 +83,9 @@ class CandidateSampler {
     req.temperature = o.sample_temperature;
     req.max_tokens = o.max_new_tokens;
     req.seed = static_cast<int64_t>(task_seed(e) >> 1);
+    // The server decodes the query from the prompt's words as in-process sampling does (`pwab lm serve` honours
+    // the field; a server that ignores it samples freely: docs/puma.md "Copy-constrained search queries").
+    req.prompt_words_only = o.copy_search && e.type == data::TaskType::kSearch;
     json extra = {{"n", o.samples}};
     if (o.sample_top_k > 0) extra["top_k"] = o.sample_top_k;
     req.extra_body_json = extra.dump();

@@ -13,7 +13,8 @@ namespace pwab::puma::stages {
 namespace {
 
 // The RL step's settings (what its `.done` adds to the settings after eval-sft).
-json rl_json(const PipelineOptions& o) {
+json rl_json(const PipelineRun& run) {
+  const PipelineOptions& o = run.o;
   const RlOptions& r = o.rl;
   json types = json::array();
   for (data::TaskType t : o.rl_types) types.push_back(std::string(data::to_string(t)));
@@ -26,7 +27,7 @@ json rl_json(const PipelineOptions& o) {
           {"track", data::to_string(o.rl_track)}, {"types", types},
           {"eval_tasks", o.rl_eval_tasks}, {"max_steps", o.rl_max_steps}, {"function", o.rl_function},
           {"train", train_json(r.train)}};
-  if (!o.reward_checkpoint.empty()) j["reward_checkpoint"] = o.reward_checkpoint.string();
+  j.update(run.reward_settings());
   return j;
 }
 
@@ -112,7 +113,7 @@ RlOptions rl_options(const PipelineRun& run) {
 
 // rl: online RL from the SFT model on the environment's reward (rl.h); the RL model is the result.
 void rl_step(PipelineRun& run) {
-  run.settings = run.settings_after_sft + rl_json(run.o).dump();  // the RL branch starts after eval-sft
+  run.settings = run.settings_after_sft + rl_json(run).dump();  // the RL branch starts after eval-sft
   run.steps.set_redoing(run.redo_after_sft);
   if (run.steps.skip("rl", run.rl_dir, run.settings)) return tell_followers(run, "rl", false);
   RlSetup s = rl_setup(run);

@@ -62,6 +62,7 @@ struct Asked {
   int64_t seed = 0;
   std::optional<int> logprobs;
   bool return_token_ids = false;
+  bool prompt_words_only = false;  // pwab's own field: llm::ChatRequest::prompt_words_only
 };
 
 Refusal bad(std::string message) { return {400, "invalid_request", std::move(message)}; }
@@ -110,6 +111,9 @@ std::variant<Asked, Refusal> read_request(const HttpRequest& req, const std::str
     } else if (key == "return_token_ids") {
       if (!v.is_boolean()) return bad("'return_token_ids' must be true or false");
       a.return_token_ids = v.get<bool>();
+    } else if (key == "prompt_words_only") {
+      if (!v.is_boolean()) return bad("'prompt_words_only' must be true or false");
+      a.prompt_words_only = v.get<bool>();
     } else if (key == "stream" || key == "echo") {
       if (!v.is_null() && v != false) return bad(fmt::format("'{}' is not supported: leave it false", key));
     } else if (key == "stop") {
@@ -462,7 +466,8 @@ struct CompletionsServer::Impl final : RequestHandler {
   // One choice of a request, drawn by the model (one request at a time), with the token trace it was asked for:
   // the response, or the 500 that answers a model that failed or left out what was asked.
   std::variant<llm::ChatResponse, HttpResponse> draw(const std::string& prompt, int max_tokens, double temperature,
-                                                     int64_t seed, int sample, bool tokens, int top_logprobs) {
+                                                     int64_t seed, int sample, bool tokens, int top_logprobs,
+                                                     bool prompt_words_only = false) {
     llm::ChatRequest c;
     c.model = name;
     c.prompt = prompt;
@@ -472,6 +477,7 @@ struct CompletionsServer::Impl final : RequestHandler {
     c.sample = sample;  // each choice its own draws
     c.return_tokens = tokens;
     c.top_logprobs = top_logprobs;
+    c.prompt_words_only = prompt_words_only;
     llm::ChatResponse r;
     try {
       std::lock_guard lock(mu);
@@ -560,7 +566,8 @@ struct CompletionsServer::Impl final : RequestHandler {
     Json choices = Json::array();
     int64_t prompt_tokens = 0, completion_tokens = 0;
     for (int i = 0; i < a.n; ++i) {
-      auto drawn = draw(a.prompt, a.max_tokens, a.temperature, a.seed, i, tokens, a.logprobs.value_or(0));
+      auto drawn = draw(a.prompt, a.max_tokens, a.temperature, a.seed, i, tokens, a.logprobs.value_or(0),
+                        a.prompt_words_only);
       if (auto* failed = std::get_if<HttpResponse>(&drawn)) return std::move(*failed);
       llm::ChatResponse& r = std::get<llm::ChatResponse>(drawn);
       if (i == 0) prompt_tokens = r.prompt_tokens;

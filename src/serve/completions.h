@@ -11,7 +11,8 @@
 //   GET  /health, GET /v1/models
 //   POST /v1/completions
 //   {"model", "prompt": "<text>", "max_tokens"? (16), "temperature"? (1.0), "n"? (1), "seed"?, "logprobs"? (0-5),
-//    "return_token_ids"?, "stream"? (false only), "echo"? (false only), "user"?}
+//    "return_token_ids"?, "prompt_words_only"? (pwab's own: continue with the prompt's words only, the copy-
+//    constrained search queries of docs/puma.md), "stream"? (false only), "echo"? (false only), "user"?}
 //   POST /v1/chat/completions
 //   {"model", "messages", "tools"?, "tool_choice"? ("auto"|"none"), "parallel_tool_calls"?, "max_tokens"? or
 //    "max_completion_tokens"? (512), "temperature"? (1.0), "n"? (1), "seed"?, "logprobs"? (bool),

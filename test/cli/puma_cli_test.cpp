@@ -5,7 +5,9 @@
 #include <gtest/gtest.h>
 #include <httplib.h>
 
+#include <cctype>
 #include <fstream>
+#include <set>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <thread>
@@ -281,6 +283,52 @@ TEST(PumaCli, TinyPipelineEndToEndResumableThenServesTheAgent) {
     ASSERT_TRUE(first && second);
     EXPECT_EQ(Json::parse(first->body)["choices"], Json::parse(second->body)["choices"]);
     EXPECT_EQ(Json::parse(first->body)["choices"].size(), 2u);
+    // "prompt_words_only" (the puma agent's copy_search, DPO's candidates server): every sampled token is one of
+    // the prompt's own, or of one of its words read alone with or without the punctuation around it
+    // (search_vocabulary.h), which the test collects over the same wire from the prompt ids the server reports.
+    std::string query_prompt;  // a search task's parameter prompt, as the pipeline's evaluation reads it
+    {
+      std::istringstream lines(pwab::test::read_text(fs::path(out) / "data" / "param_test.jsonl"));
+      for (std::string line; query_prompt.empty() && std::getline(lines, line);)
+        if (Json e = Json::parse(line); e["type"] == "search") query_prompt = e["prompt"].get<std::string>();
+    }
+    ASSERT_FALSE(query_prompt.empty());
+    auto prompt_ids = [&](const std::string& text) {
+      auto r = client.Post("/v1/completions",
+                           Json{{"prompt", text}, {"max_tokens", 1}, {"return_token_ids", true}}.dump(),
+                           "application/json");
+      EXPECT_TRUE(r && r->status == 200) << text;
+      std::vector<int> ids = Json::parse(r->body)["choices"][0]["prompt_token_ids"].get<std::vector<int>>();
+      return std::vector<int>(ids.begin() + 1, ids.end());  // BOS first
+    };
+    std::set<int> allowed;
+    for (int id : prompt_ids(query_prompt)) allowed.insert(id);
+    std::istringstream words(query_prompt);
+    for (std::string w; words >> w;) {
+      for (int id : prompt_ids(w)) allowed.insert(id);
+      auto edge = [](char c) { return std::ispunct(static_cast<unsigned char>(c)) && c != '&' && c != '$' && c != '%'; };
+      std::size_t a = 0, b = w.size();
+      while (a < b && edge(w[a])) ++a;
+      while (b > a && edge(w[b - 1])) --b;
+      if (a < b && (a > 0 || b < w.size()))
+        for (int id : prompt_ids(w.substr(a, b - a))) allowed.insert(id);
+    }
+    auto constrained = client.Post("/v1/completions",
+                                   Json{{"prompt", query_prompt}, {"max_tokens", 12}, {"temperature", 1.5}, {"n", 4},
+                                        {"seed", 11}, {"return_token_ids", true}, {"prompt_words_only", true}}
+                                       .dump(),
+                                   "application/json");
+    ASSERT_TRUE(constrained);
+    ASSERT_EQ(constrained->status, 200) << constrained->body;
+    std::size_t tokens = 0;
+    const Json constrained_body = Json::parse(constrained->body);
+    for (const Json& choice : constrained_body["choices"]) {
+      const std::vector<int> ids = choice["token_ids"].get<std::vector<int>>();
+      for (std::size_t t = 0; t < ids.size(); ++t, ++tokens)
+        if (!(t + 1 == ids.size() && choice["finish_reason"] == "stop"))  // the end-of-sequence token
+          EXPECT_TRUE(allowed.count(ids[t])) << "token " << ids[t] << " of " << choice.dump();
+    }
+    EXPECT_GT(tokens, 0u) << constrained->body;
     EXPECT_EQ(lm.stop(), 0);
   }
 

@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 #include <atomic>
+#include <map>
 #include <sstream>
 
 #include "agents/fc_test_util.h"
@@ -195,6 +196,7 @@ TEST(PumaPipeline, EveryStepWithServerSamplingAndReuse) {
   agents::fctest::ServerLlm llm;
   std::unique_ptr<PumaModel> served;
   std::vector<int> n_asked;
+  std::vector<std::pair<std::string, bool>> words_only;  // each request's prompt and "prompt_words_only"
   llm.server.set_chat_handler([&](const pwab::test::ReceivedRequest& r) {
     auto body = nlohmann::json::parse(r.body);
     if (!served) served = PumaModel::open(dir / "full" / "sft" / "model");
@@ -205,6 +207,7 @@ TEST(PumaPipeline, EveryStepWithServerSamplingAndReuse) {
     g.seed = body.at("seed").get<uint64_t>();
     const int n = body.at("n").get<int>();
     n_asked.push_back(n);
+    words_only.emplace_back(body.at("prompt").get<std::string>(), body.value("prompt_words_only", false));
     g.batch_size = n;
     auto out = served->generate(std::vector<std::string>(static_cast<std::size_t>(n), body.at("prompt")), g);
     nlohmann::json choices = nlohmann::json::array();
@@ -223,6 +226,7 @@ TEST(PumaPipeline, EveryStepWithServerSamplingAndReuse) {
   const std::size_t train_tasks = w.ds.tasks(data::Split::kTrain).size(), test_tasks = w.ds.tasks(data::Split::kTest).size();
   EXPECT_EQ(n_asked.size(), train_tasks + std::min<std::size_t>(4, test_tasks));
   for (int n : n_asked) EXPECT_EQ(n, 3);
+  for (const auto& [prompt, flag] : words_only) EXPECT_FALSE(flag) << "free decoding sent the constraint";
   std::istringstream candidates(pwab::test::read_text(dir / "full" / "dpo" / "sample" / "candidates.jsonl"));
   std::size_t lines = 0;
   for (std::string line; std::getline(candidates, line); ++lines)
@@ -279,6 +283,12 @@ TEST(PumaPipeline, EveryStepWithServerSamplingAndReuse) {
   EXPECT_EQ(score_rewarded.ran_steps, (Steps{"score"}));
   EXPECT_GT(reward_recommend.calls.load(), rl_calls) << "the DPO train pairs were not scored on the reward environment";
   EXPECT_NE(pwab::test::read_text(dir / "full" / "dpo" / "score" / ".done").find("held-out.pwab"), std::string::npos);
+  // The checkpoint by content too: the same path retrained in place (another fingerprint) redoes the score step.
+  rewarded.reward_fingerprint = "0123456789abcdef";
+  EXPECT_EQ(run_pipeline(rewarded, ro, "score").ran_steps, (Steps{"score"}));
+  EXPECT_EQ(run_pipeline(rewarded, ro, "score").ran_steps, Steps{});
+  rewarded.reward_fingerprint = "fedcba9876543210";
+  EXPECT_EQ(run_pipeline(rewarded, ro, "score").ran_steps, (Steps{"score"}));
   // Without it again: both are redone on the environment's recommender.
   EXPECT_EQ(run_pipeline(ctx, o, "eval-rl").ran_steps, (Steps{"rl", "eval-rl"}));
   EXPECT_EQ(run_pipeline(ctx, o, "score").ran_steps, (Steps{"score"}));
@@ -320,6 +330,26 @@ TEST(PumaPipeline, EveryStepWithServerSamplingAndReuse) {
   EXPECT_EQ(reused.skipped_steps, (Steps{"tokenizer", "prepare", "sft"}));
   EXPECT_TRUE(fs::exists(dir / "same" / "sft" / "model" / "model.safetensors"));
   EXPECT_FALSE(fs::exists(dir / "same" / "sft" / "eval")) << "a later step's folder came along";
+
+  // Copy-constrained search queries with a candidates server: each search prompt asks the server for the prompt's
+  // words only (`pwab lm serve` honours it), the other prompts do not; eval-sft and sample are redone.
+  PipelineOptions copy = o;
+  copy.copy_search = true;
+  ctx.sample_model = llm.http.get();
+  n_asked.clear();
+  words_only.clear();
+  EXPECT_EQ(run_pipeline(ctx, copy, "sample").ran_steps, (Steps{"eval-sft", "sample"}));
+  std::map<std::string, data::TaskType> type_of;
+  for (const char* split : {"param_train.jsonl", "param_test.jsonl"})
+    for (const Example& e : read_examples(dir / "full" / "data" / split)) type_of[e.prompt] = e.type;
+  ASSERT_EQ(words_only.size(), n_asked.size());
+  std::size_t searches = 0;
+  for (const auto& [prompt, flag] : words_only) {
+    ASSERT_TRUE(type_of.count(prompt)) << prompt;
+    EXPECT_EQ(flag, type_of[prompt] == data::TaskType::kSearch) << prompt;
+    searches += flag;
+  }
+  EXPECT_GT(searches, 0u);
 }
 
 }  // namespace

@@ -130,9 +130,26 @@ TEST(Completions, DefaultsAndSeveralChoices) {
   EXPECT_EQ(s.model.asked[0].temperature, 1.0);  // OpenAI's default
   EXPECT_EQ(s.model.asked[0].max_tokens, 16);
   EXPECT_FALSE(s.model.asked[0].return_tokens);
+  EXPECT_FALSE(s.model.asked[0].prompt_words_only);
   httplib::Client c("127.0.0.1", s.server.port());
   EXPECT_EQ(Json::parse(c.Get("/v1/models")->body)["data"][0]["id"], "tiny");
   EXPECT_EQ(c.Get("/health")->status, 200);
+}
+
+// pwab's own field: the copy-constrained decoding the puma agent and DPO's candidates server ask for (the local
+// model honouring it: test/puma/train_test.cpp LocalBackendAnswersRawCompletionsOnly) reaches every choice.
+TEST(Completions, PromptWordsOnlyReachesTheModelForEveryChoice) {
+  Served s;
+  auto r = s.post({{"prompt", "red kettle"}, {"n", 2}, {"prompt_words_only", true}});
+  ASSERT_EQ(r->status, 200) << r->body;
+  ASSERT_EQ(s.model.asked.size(), 2u);
+  for (const llm::ChatRequest& asked : s.model.asked) EXPECT_TRUE(asked.prompt_words_only);
+  ASSERT_EQ(s.post({{"prompt", "red kettle"}, {"prompt_words_only", false}})->status, 200);
+  EXPECT_FALSE(s.model.asked.back().prompt_words_only);
+  auto bad = s.post({{"prompt", "red kettle"}, {"prompt_words_only", "yes"}});
+  EXPECT_EQ(bad->status, 400);
+  EXPECT_NE(bad->body.find("prompt_words_only"), std::string::npos) << bad->body;
+  EXPECT_EQ(s.model.asked.size(), 3u);
 }
 
 TEST(Completions, RefusesWhatItCannotDoInOpenAIsShape) {
