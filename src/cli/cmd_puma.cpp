@@ -33,7 +33,7 @@ struct PumaArgs {
   std::string data, out, preset = "tiny", base_model, embedder = "fasttext", checkpoint, index_dir;
   std::string search_labels = "heuristic", device = "cpu", dtype = "float32", sft_mode, function_file, sft_weights;
   std::string reuse_from, align, rl_algo, rl_track, rl_types, rl_loss_norm, reward_checkpoint;
-  std::optional<int> rl_iterations, rl_tasks, rl_group, rl_top_k, rl_max_new_tokens, rl_inner_epochs, rl_minibatches,
+  std::optional<int> sample_top_k, rl_iterations, rl_tasks, rl_group, rl_top_k, rl_max_new_tokens, rl_inner_epochs, rl_minibatches,
       rl_eval_every, rl_eval_tasks, rl_max_steps, rl_lora_r;
   std::optional<double> rl_lr, rl_kl, rl_clip, rl_clip_high, rl_temperature, rl_warmup;
   std::optional<bool> rl_lora, rl_skip_tied, rl_function;
@@ -161,6 +161,7 @@ puma::PipelineOptions pipeline_options(const PumaArgs& a) {
   if (a.lora_alpha) o.sft.lora_alpha = o.dpo.lora_alpha = *a.lora_alpha;
   if (a.rpo_alpha) o.dpo.rpo_alpha = *a.rpo_alpha;
   if (a.sample_temperature) o.sample_temperature = *a.sample_temperature;
+  if (a.sample_top_k) o.sample_top_k = *a.sample_top_k;
   if (a.sample_limit) o.sample_limit = *a.sample_limit;
   if (a.dpo_eval_tasks) o.dpo_eval_tasks = *a.dpo_eval_tasks;
   if (a.max_new_tokens) o.max_new_tokens = *a.max_new_tokens;
@@ -362,6 +363,8 @@ void add_puma_options(CLI::App& cmd, PumaArgs& a) {
   cmd.add_option("--lora-alpha", a.lora_alpha, "LoRA alpha (default 32)");
   add_shared_option(cmd, "--samples", a.samples, "dpo");
   cmd.add_option("--sample-temperature", a.sample_temperature, "Sampling temperature of the candidates");
+  cmd.add_option("--sample-top-k", a.sample_top_k, "Candidates drawn from the K most likely tokens (0 = every token; "
+                 "default 50)");
   cmd.add_option("--sample-limit", a.sample_limit, "Sample candidates for the first N train tasks only (0 = all)");
   add_shared_option(cmd, "--max-new-tokens", a.max_new_tokens, "puma");
   cmd.add_option("--sample-base-url", a.sample_base_url,

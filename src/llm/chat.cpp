@@ -46,6 +46,7 @@ json request_body(const ChatRequest& r) {
     }
   }
   if (r.temperature) body["temperature"] = *r.temperature;
+  if (r.top_k) body["top_k"] = *r.top_k;
   if (r.max_tokens) body["max_tokens"] = *r.max_tokens;
   if (r.seed) body["seed"] = *r.seed;
   if (r.prompt_words_only) {

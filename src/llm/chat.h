@@ -56,6 +56,10 @@ struct ChatRequest {
   //! Sent only with tools: "auto" (the original's choice), "none", "required", or a JSON object text.
   std::string tool_choice = "auto";
   std::optional<double> temperature;
+  //! Sampling from the k most likely tokens only; unset = the server's default (the whole vocabulary for
+  //! `pwab lm serve` and vLLM). Sent as "top_k", which vLLM, llama.cpp's server and `pwab lm serve` read and
+  //! OpenAI's API does not: leave it unset for OpenAI.
+  std::optional<int> top_k;
   std::optional<int> max_tokens;
   std::optional<int64_t> seed;
   //! Further body fields as a JSON object text (e.g. {"response_format": {"type": "json_object"}}); "" = none.

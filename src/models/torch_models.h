@@ -102,7 +102,8 @@ struct TorchModels {
 //! test/models/torch_seam_test.cpp records the crossing types' sizes for it and fails when one moves without a bump.
 //! 6: PipelineOptions::reward_checkpoint, PipelineContext::reward_env, rec::TrainOptions::hold_out_train.
 //! 9: PipelineContext::reward_fingerprint.
-inline constexpr int kTorchModelsAbi = 9;
+//! 10: llm::ChatRequest::top_k.
+inline constexpr int kTorchModelsAbi = 10;
 //! The symbol the plugin exports: `const TorchModels* pwab_torch_models()`.
 inline constexpr const char* kTorchModelsSymbol = "pwab_torch_models";
 

@@ -11,6 +11,7 @@
 #include <condition_variable>
 #include <exception>
 #include <mutex>
+#include <string>
 #include <tuple>
 #include <vector>
 
@@ -23,7 +24,7 @@ namespace pwab::puma {
 namespace {
 
 // Requests that can share one generate call: the same new-token budget and sampling settings.
-using BatchKey = std::tuple<int, bool, double, int>;  // max new tokens, sample, temperature, top logprobs
+using BatchKey = std::tuple<int, bool, double, int, int>;  // max new tokens, sample, temperature, top-k, top logprobs
 
 struct Pending {
   const llm::ChatRequest* request = nullptr;
@@ -46,7 +47,11 @@ class LocalChatModel final : public llm::ChatModel {
     Pending p;
     p.request = &request;
     const double temperature = request.temperature.value_or(0.0);
-    p.key = {request.max_tokens.value_or(256), temperature > 0, temperature > 0 ? temperature : 1.0,
+    // Unset: GenerateConfig's top-k 50 (transformers' default, what this backend always sampled with); 0 = the
+    // whole vocabulary. Greedy decoding is the argmax under any top-k, so it batches with every setting.
+    const int top_k = temperature > 0 ? request.top_k.value_or(GenerateConfig{}.top_k) : 0;
+    if (top_k < 0) throw UsageError("ChatRequest.top_k is " + std::to_string(top_k) + ": 0 (the whole vocabulary) or more");
+    p.key = {request.max_tokens.value_or(256), temperature > 0, temperature > 0 ? temperature : 1.0, top_k,
              request.return_tokens ? request.top_logprobs : 0};
     p.prompt_ids = model_->encode_prompt(*request.prompt);  // outside the lock: callers tokenize in parallel
     std::unique_lock<std::mutex> lock(mu_);
@@ -82,11 +87,12 @@ class LocalChatModel final : public llm::ChatModel {
 
  private:
   void run(const std::vector<Pending*>& batch) {
-    const auto& [max_new_tokens, sample, temperature, top_logprobs] = batch.front()->key;
+    const auto& [max_new_tokens, sample, temperature, top_k, top_logprobs] = batch.front()->key;
     GenerateConfig g;
     g.max_new_tokens = max_new_tokens;
     g.sample = sample;
     g.temperature = temperature;
+    g.top_k = top_k;
     g.top_logprobs = top_logprobs;
     g.batch_size = static_cast<int>(batch.size());
     std::vector<std::vector<int32_t>> prompts;

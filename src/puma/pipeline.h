@@ -68,7 +68,7 @@ struct PipelineOptions {
   TrainOptions dpo{};
   int samples = 10;              //!< candidates per task (beam-sample, or n from a server)
   double sample_temperature = 1.5;
-  int sample_top_k = 50;
+  int sample_top_k = 50;         //!< 0 = every token
   //! Beam-sample (the original: num_beams = samples, do_sample) when true; independent samples when false.
   bool sample_beams = true;
   int max_new_tokens = 256;      //!< parameters; functions get function_max_new_tokens

@@ -134,6 +134,7 @@ void PipelineOptions::validate() const {
   above(dpo.lora_alpha, 0, "--lora-alpha");
   not_below(dpo.rpo_alpha, 0, "--rpo-alpha");
   above(sample_temperature, 0, "--sample-temperature");
+  at_least(sample_top_k, 0, "--sample-top-k");
   at_least(sample_limit, 0, "--sample-limit");
   at_least(dpo_eval_tasks, 0, "--dpo-eval-tasks");
   at_least(max_new_tokens, 1, "--max-new-tokens");

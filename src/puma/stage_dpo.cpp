@@ -86,9 +86,9 @@ class CandidateSampler {
     // The server decodes the query from the prompt's words as in-process sampling does (`pwab lm serve` honours
     // the field; a server that ignores it samples freely: docs/puma.md "Copy-constrained search queries").
     req.prompt_words_only = o.copy_search && e.type == data::TaskType::kSearch;
-    json extra = {{"n", o.samples}};
-    if (o.sample_top_k > 0) extra["top_k"] = o.sample_top_k;
-    req.extra_body_json = extra.dump();
+    // Every token is -1 on the wire: what vLLM (before and after it took 0 too) and `pwab lm serve` read as no top-k.
+    req.top_k = o.sample_top_k > 0 ? o.sample_top_k : -1;
+    req.extra_body_json = json{{"n", o.samples}}.dump();
     llm::ChatResponse r = run_.ctx.sample_model->chat(req);
     std::vector<std::string> out{r.message.content};
     out.insert(out.end(), r.more_choices.begin(), r.more_choices.end());

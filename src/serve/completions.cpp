@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <sys/random.h>
 
+#include <algorithm>
 #include <ctime>
 #include <mutex>
 #include <optional>
@@ -63,6 +64,7 @@ struct Asked {
   std::optional<int> logprobs;
   bool return_token_ids = false;
   bool prompt_words_only = false;  // pwab's own field: llm::ChatRequest::prompt_words_only
+  std::optional<int> top_k;        // unset: the model's default (top-k 50); 0 or -1 (vLLM's "off"): every token
 };
 
 Refusal bad(std::string message) { return {400, "invalid_request", std::move(message)}; }
@@ -114,6 +116,12 @@ std::variant<Asked, Refusal> read_request(const HttpRequest& req, const std::str
     } else if (key == "prompt_words_only") {
       if (!v.is_boolean()) return bad("'prompt_words_only' must be true or false");
       a.prompt_words_only = v.get<bool>();
+    } else if (key == "top_k") {
+      if (!v.is_null()) {
+        int k = 0;
+        problem = integer(-1, 1 << 30, k);
+        a.top_k = std::max(k, 0);
+      }
     } else if (key == "stream" || key == "echo") {
       if (!v.is_null() && v != false) return bad(fmt::format("'{}' is not supported: leave it false", key));
     } else if (key == "stop") {
@@ -262,6 +270,7 @@ struct ChatAsked {
   bool return_token_ids = false;
   bool parse_tools = true;  // tool_choice "none": tools are neither offered nor parsed
   std::vector<std::string> stop;
+  std::optional<int> top_k;  // as Asked::top_k
 };
 
 std::variant<ChatAsked, Refusal> read_chat_request(const HttpRequest& req, const std::string& name,
@@ -332,6 +341,11 @@ std::variant<ChatAsked, Refusal> read_chat_request(const HttpRequest& req, const
       a.top_logprobs = std::get<int>(r);
     } else if (key == "return_token_ids") {
       problem = flag(a.return_token_ids);
+    } else if (key == "top_k") {  // vLLM's and llama.cpp's field
+      if (v.is_null()) continue;
+      auto r = integer(-1, 1 << 30);
+      if (auto* refusal = std::get_if<Refusal>(&r)) return *refusal;
+      a.top_k = std::max(std::get<int>(r), 0);
     } else if (key == "stop") {
       if (v.is_string()) {
         a.stop.push_back(v.get<std::string>());
@@ -467,7 +481,8 @@ struct CompletionsServer::Impl final : RequestHandler {
   // the response, or the 500 that answers a model that failed or left out what was asked.
   std::variant<llm::ChatResponse, HttpResponse> draw(const std::string& prompt, int max_tokens, double temperature,
                                                      int64_t seed, int sample, bool tokens, int top_logprobs,
-                                                     bool prompt_words_only = false) {
+                                                     bool prompt_words_only = false,
+                                                     std::optional<int> top_k = std::nullopt) {
     llm::ChatRequest c;
     c.model = name;
     c.prompt = prompt;
@@ -478,6 +493,7 @@ struct CompletionsServer::Impl final : RequestHandler {
     c.return_tokens = tokens;
     c.top_logprobs = top_logprobs;
     c.prompt_words_only = prompt_words_only;
+    c.top_k = top_k;
     llm::ChatResponse r;
     try {
       std::lock_guard lock(mu);
@@ -501,7 +517,7 @@ struct CompletionsServer::Impl final : RequestHandler {
     Json choices = Json::array();
     int64_t prompt_tokens = 0, completion_tokens = 0;
     for (int i = 0; i < a.n; ++i) {
-      auto drawn = draw(a.prompt, a.max_tokens, a.temperature, a.seed, i, tokens, a.top_logprobs);
+      auto drawn = draw(a.prompt, a.max_tokens, a.temperature, a.seed, i, tokens, a.top_logprobs, false, a.top_k);
       if (auto* failed = std::get_if<HttpResponse>(&drawn)) return std::move(*failed);
       llm::ChatResponse& r = std::get<llm::ChatResponse>(drawn);
       if (i == 0) prompt_tokens = r.prompt_tokens;
@@ -567,7 +583,7 @@ struct CompletionsServer::Impl final : RequestHandler {
     int64_t prompt_tokens = 0, completion_tokens = 0;
     for (int i = 0; i < a.n; ++i) {
       auto drawn = draw(a.prompt, a.max_tokens, a.temperature, a.seed, i, tokens, a.logprobs.value_or(0),
-                        a.prompt_words_only);
+                        a.prompt_words_only, a.top_k);
       if (auto* failed = std::get_if<HttpResponse>(&drawn)) return std::move(*failed);
       llm::ChatResponse& r = std::get<llm::ChatResponse>(drawn);
       if (i == 0) prompt_tokens = r.prompt_tokens;

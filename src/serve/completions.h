@@ -12,11 +12,13 @@
 //   POST /v1/completions
 //   {"model", "prompt": "<text>", "max_tokens"? (16), "temperature"? (1.0), "n"? (1), "seed"?, "logprobs"? (0-5),
 //    "return_token_ids"?, "prompt_words_only"? (pwab's own: continue with the prompt's words only, the copy-
-//    constrained search queries of docs/puma.md), "stream"? (false only), "echo"? (false only), "user"?}
+//    constrained search queries of docs/puma.md), "top_k"? (50; 0 or -1 = every token, as vLLM), "stream"? (false
+//    only), "echo"? (false only), "user"?}
 //   POST /v1/chat/completions
 //   {"model", "messages", "tools"?, "tool_choice"? ("auto"|"none"), "parallel_tool_calls"?, "max_tokens"? or
 //    "max_completion_tokens"? (512), "temperature"? (1.0), "n"? (1), "seed"?, "logprobs"? (bool),
-//    "top_logprobs"? (0-20, with "logprobs": true), "stop"? (text or up to 4 texts), "return_token_ids"?, "stream"? (false only), "user"?}
+//    "top_logprobs"? (0-20, with "logprobs": true), "stop"? (text or up to 4 texts), "return_token_ids"?, "top_k"? (as
+//    above), "stream"? (false only), "user"?}
 // A chat is rendered as one ChatML prompt (render_chat_prompt, docs/llama.md "Chat format") and the model continues
 // it as a raw text; <tool_call> blocks in the reply come back as OpenAI "tool_calls" (parse_tool_calls).
 // Refusals as OpenAI answers them: a 4xx with {"error": {"message", "type": "invalid_request_error", "code"}}.

@@ -324,11 +324,47 @@ TEST(PumaCli, TinyPipelineEndToEndResumableThenServesTheAgent) {
     const Json constrained_body = Json::parse(constrained->body);
     for (const Json& choice : constrained_body["choices"]) {
       const std::vector<int> ids = choice["token_ids"].get<std::vector<int>>();
-      for (std::size_t t = 0; t < ids.size(); ++t, ++tokens)
-        if (!(t + 1 == ids.size() && choice["finish_reason"] == "stop"))  // the end-of-sequence token
+      for (std::size_t t = 0; t < ids.size(); ++t, ++tokens) {
+        if (!(t + 1 == ids.size() && choice["finish_reason"] == "stop")) {  // the end-of-sequence token
           EXPECT_TRUE(allowed.count(ids[t])) << "token " << ids[t] << " of " << choice.dump();
+        }
+      }
     }
     EXPECT_GT(tokens, 0u) << constrained->body;
+    // "top_k" (vLLM's field, which DPO's candidates server is sent) reaches the model: from the single most likely
+    // token, a hot sample of any seed is the greedy text; anything but an integer from -1 is refused by name.
+    for (int seed : {1, 2, 3}) {
+      auto top1 = client.Post("/v1/completions",
+                              Json{{"prompt", prompt}, {"max_tokens", 8}, {"temperature", 1.5}, {"seed", seed},
+                                   {"top_k", 1}}.dump(),
+                              "application/json");
+      ASSERT_TRUE(top1);
+      ASSERT_EQ(top1->status, 200) << top1->body;
+      EXPECT_EQ(Json::parse(top1->body)["choices"][0]["text"], generated) << "seed " << seed;
+    }
+    auto bad_top_k = client.Post("/v1/completions", Json{{"prompt", prompt}, {"top_k", "many"}}.dump(),
+                                 "application/json");
+    ASSERT_TRUE(bad_top_k);
+    EXPECT_EQ(bad_top_k->status, 400);
+    EXPECT_TRUE(has(bad_top_k->body, "'top_k'")) << bad_top_k->body;
+    // DPO's candidates from this server (--sample-base-url): every preset sends top_k (50 here, -1 for every token)
+    // and, on search prompts with copy decoding, prompt_words_only; the candidates arrive, DPO trains on them.
+    const std::string served = (dir / "served-dpo").string();
+    ASSERT_EQ(run_binary("puma eval-dpo --data " + data + " --out " + served + " --reuse-from " + out +
+                             " --train-limit 150 --test-limit 30 --samples 3 --embedder hashing --sample-limit 12 "
+                             "--dpo-eval-tasks 4 --sample-base-url " + lm.url() + "/v1 --sample-model puma-tiny",
+                         &log),
+              0)
+        << log;
+    EXPECT_TRUE(has(log, "sample: running")) << log;
+    std::size_t sampled_tasks = 0;
+    {
+      std::istringstream lines(pwab::test::read_text(fs::path(served) / "dpo" / "sample" / "candidates.jsonl"));
+      for (std::string line; std::getline(lines, line); ++sampled_tasks)
+        EXPECT_EQ(Json::parse(line)["candidates"].size(), 3u) << line;
+    }
+    EXPECT_EQ(sampled_tasks, 12u);
+    EXPECT_TRUE(fs::exists(fs::path(served) / "dpo" / "eval" / "fast_test.json"));
     EXPECT_EQ(lm.stop(), 0);
   }
 

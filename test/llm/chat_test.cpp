@@ -526,6 +526,13 @@ TEST(Wire, TokenTracesAreAskedForReadAndCached) {
   chat_copy.messages.push_back(Message::user("hi"));
   chat_copy.prompt_words_only = true;
   EXPECT_THROW(request_body_json(chat_copy), UsageError);
+  // top_k too (vLLM's field; unset, the server's default), and a cached top-k 50 sample never answers a top-k 1 one
+  EXPECT_FALSE(json::parse(request_body_json(req)).contains("top_k"));
+  ChatRequest top1 = req, top50 = req;
+  top1.top_k = 1;
+  top50.top_k = 50;
+  EXPECT_EQ(json::parse(request_body_json(top1))["top_k"], 1);
+  EXPECT_NE(canonical_request_json(top1), canonical_request_json(top50));
 
   const std::string reply = R"({"choices": [{"index": 0, "text": "ab", "finish_reason": "stop",
       "token_ids": [5, 6, 2], "prompt_token_ids": [1, 9],

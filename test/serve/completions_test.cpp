@@ -152,6 +152,30 @@ TEST(Completions, PromptWordsOnlyReachesTheModelForEveryChoice) {
   EXPECT_EQ(s.model.asked.size(), 3u);
 }
 
+// "top_k" (vLLM's field; DPO's candidates server is sent it): unset leaves the model's default, -1 (vLLM's "off")
+// arrives as 0, on both routes; a value out of range is refused by name before the model is asked.
+TEST(Completions, TopKReachesTheModelOnBothRoutes) {
+  Served s;
+  ASSERT_EQ(s.post({{"prompt", "red kettle"}, {"n", 2}, {"top_k", 7}})->status, 200);
+  ASSERT_EQ(s.model.asked.size(), 2u);
+  for (const llm::ChatRequest& asked : s.model.asked) EXPECT_EQ(asked.top_k, std::optional<int>(7));
+  ASSERT_EQ(s.post({{"prompt", "red kettle"}, {"top_k", -1}})->status, 200);
+  EXPECT_EQ(s.model.asked.back().top_k, std::optional<int>(0));
+  ASSERT_EQ(s.post({{"prompt", "red kettle"}})->status, 200);
+  EXPECT_FALSE(s.model.asked.back().top_k.has_value());
+  auto chat = s.chat({{"messages", Json::array({{{"role", "user"}, {"content", "hi"}}})}, {"top_k", 3}});
+  ASSERT_EQ(chat->status, 200) << chat->body;
+  EXPECT_EQ(s.model.asked.back().top_k, std::optional<int>(3));
+  for (const Json& bad_value : {Json(-2), Json(1.5), Json("many")}) {
+    auto bad = s.post({{"prompt", "red kettle"}, {"top_k", bad_value}});
+    EXPECT_EQ(bad->status, 400) << bad_value.dump();
+    EXPECT_NE(bad->body.find("'top_k'"), std::string::npos) << bad->body;
+    auto bad_chat = s.chat({{"messages", Json::array({{{"role", "user"}, {"content", "hi"}}})}, {"top_k", bad_value}});
+    EXPECT_EQ(bad_chat->status, 400) << bad_value.dump();
+  }
+  EXPECT_EQ(s.model.asked.size(), 5u);
+}
+
 TEST(Completions, RefusesWhatItCannotDoInOpenAIsShape) {
   Served s;
   auto refused = [&](const Json& body, int status) {
