@@ -56,9 +56,9 @@ struct ChatRequest {
   //! Sent only with tools: "auto" (the original's choice), "none", "required", or a JSON object text.
   std::string tool_choice = "auto";
   std::optional<double> temperature;
-  //! Sampling from the k most likely tokens only; unset = the server's default (the whole vocabulary for
-  //! `pwab lm serve` and vLLM). Sent as "top_k", which vLLM, llama.cpp's server and `pwab lm serve` read and
-  //! OpenAI's API does not: leave it unset for OpenAI.
+  //! Sampling from the k most likely tokens only; unset = the server's default (vLLM: every token; `pwab lm serve`
+  //! and the local model: 50). Sent as "top_k", which vLLM, llama.cpp's server and `pwab lm serve` read (-1 = every
+  //! token for all three) and OpenAI's API does not: leave it unset for OpenAI.
   std::optional<int> top_k;
   std::optional<int> max_tokens;
   std::optional<int64_t> seed;
