@@ -230,6 +230,28 @@ void KvCache::clear() {
 
 // ---- decoder layers ----------------------------------------------------------------------------------------------
 
+//! How a forward's tokens sit in its hidden states when not as a plain [rows, new] batch (declared in model.h for
+//! run_layers()).
+struct TokenLayout {
+  //! Packed rows: x [1, Σ segments, hidden], each segment attending causally to itself alone.
+  const std::vector<int64_t>* segments = nullptr;
+  //! An unpadded batch: x [1, tokens, hidden] holds the real tokens of a [rows, n] batch at the flat indices `where`
+  //! (int64, on the model's device). The norms, projections and MLP run on those tokens alone; the attention
+  //! (rotary positions, the cache, `blocked`) on the [rows, n] layout.
+  int64_t rows = 0, n = 0;
+  torch::Tensor where;
+
+  //! [1, tokens, width] → [rows, n, width], zeros at the padding.
+  torch::Tensor pad(const torch::Tensor& t) const {
+    const int64_t width = t.size(-1);
+    return torch::zeros({rows * n, width}, t.options()).index_copy(0, where, t.reshape({-1, width})).view({rows, n, width});
+  }
+  //! [rows, n, width] → [1, tokens, width].
+  torch::Tensor unpad(const torch::Tensor& t) const {
+    return t.reshape({rows * n, t.size(-1)}).index_select(0, where).unsqueeze(0);
+  }
+};
+
 //! Grouped-query self-attention: query head h reads key/value head h / (heads / kv_heads).
 class AttentionImpl : public torch::nn::Module {
  public:
@@ -244,14 +266,20 @@ class AttentionImpl : public torch::nn::Module {
   //! blocked: [rows, 1, 1, new, total] float32, the lowest float at the keys each query must not attend to (padding,
   //! the future) and 0 elsewhere. Added rather than masked in: an addition's backward passes the gradient through,
   //! where masked_fill's is one more pass over the largest tensor in training.
-  //! segments (packed rows, x [1, Σ lengths, hidden]; blocked undefined): each row attends causally to itself.
+  //! layout: packed rows (segments; blocked undefined), each attending causally to itself; or an unpadded batch,
+  //! whose projections run on its real tokens and whose attention runs on the [rows, new] layout with `blocked`.
   torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
                         const torch::Tensor& blocked, KvCache* cache, std::size_t layer,
-                        const std::vector<int64_t>* segments = nullptr) {
-    const int64_t rows = x.size(0), n = x.size(1);
-    auto q = apply_rope(q_proj->forward(x).view({rows, n, heads_, head_}).transpose(1, 2), cos, sin);
-    auto k = apply_rope(k_proj->forward(x).view({rows, n, kv_heads_, head_}).transpose(1, 2), cos, sin);
-    auto v = v_proj->forward(x).view({rows, n, kv_heads_, head_}).transpose(1, 2);
+                        const TokenLayout* layout = nullptr) {
+    const std::vector<int64_t>* segments = layout ? layout->segments : nullptr;
+    const bool unpadded = layout && layout->where.defined();
+    const int64_t rows = unpadded ? layout->rows : x.size(0), n = unpadded ? layout->n : x.size(1);
+    // An unpadded batch's projections [1, tokens, width] go to their places in the [rows, new] layout (zeros at
+    // the padding, which no real token attends to) for the rotation, the cache and the attention.
+    auto padded = [&](const torch::Tensor& t) { return unpadded ? layout->pad(t) : t; };
+    auto q = apply_rope(padded(q_proj->forward(x)).view({rows, n, heads_, head_}).transpose(1, 2), cos, sin);
+    auto k = apply_rope(padded(k_proj->forward(x)).view({rows, n, kv_heads_, head_}).transpose(1, 2), cos, sin);
+    auto v = padded(v_proj->forward(x)).view({rows, n, kv_heads_, head_}).transpose(1, 2);
     if (cache && !segments) std::tie(k, v) = cache->append(layer, k, v);
     torch::Tensor out;  // [rows, heads, n, head]
     if (segments) {
@@ -269,7 +297,8 @@ class AttentionImpl : public torch::nn::Module {
     } else {
       out = attend(q, k, v, blocked);
     }
-    return o_proj->forward(out.transpose(1, 2).reshape({rows, n, heads_ * head_}));
+    auto merged = out.transpose(1, 2).reshape({rows, n, heads_ * head_});
+    return o_proj->forward(unpadded ? layout->unpad(merged) : merged);
   }
 
   Projection q_proj{nullptr}, k_proj{nullptr}, v_proj{nullptr}, o_proj{nullptr};
@@ -341,9 +370,8 @@ class DecoderLayerImpl : public torch::nn::Module {
         register_module("post_attention_layernorm", RmsNorm(c.hidden_size, c.rms_norm_eps, o));
   }
   torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
-                        const torch::Tensor& blocked, KvCache* cache, std::size_t layer,
-                        const std::vector<int64_t>* segments) {
-    auto h = x + self_attn->forward(input_layernorm->forward(x), cos, sin, blocked, cache, layer, segments);
+                        const torch::Tensor& blocked, KvCache* cache, std::size_t layer, const TokenLayout* layout) {
+    auto h = x + self_attn->forward(input_layernorm->forward(x), cos, sin, blocked, cache, layer, layout);
     return h + mlp->forward(post_attention_layernorm->forward(h));
   }
   Attention self_attn{nullptr};
@@ -408,6 +436,11 @@ torch::Tensor LlamaModelImpl::rotary_cos_sin(const torch::Tensor& positions) con
 
 torch::Tensor LlamaModelImpl::hidden_states(const torch::Tensor& input_ids, const torch::Tensor& attention_mask,
                                             KvCache* cache) {
+  return batch_hidden_states(input_ids, attention_mask, cache, /*skip_padding=*/false);
+}
+
+torch::Tensor LlamaModelImpl::batch_hidden_states(const torch::Tensor& input_ids, const torch::Tensor& attention_mask,
+                                                  KvCache* cache, bool skip_padding) {
   if (input_ids.dim() != 2 || input_ids.size(1) == 0)
     throw UsageError("LLaMA forward: input_ids must be [rows, tokens] with at least one token, got " +
                      shape_string(input_ids.sizes()));
@@ -439,19 +472,29 @@ torch::Tensor LlamaModelImpl::hidden_states(const torch::Tensor& input_ids, cons
   auto blocked = torch::zeros({rows, 1, 1, n, total}, torch::TensorOptions().dtype(torch::kFloat32).device(dev))
                      .masked_fill_((full_mask.unsqueeze(1) & causal.unsqueeze(0)).logical_not().view({rows, 1, 1, n, total}),
                                    std::numeric_limits<float>::lowest());
-  auto x = run_layers(ids, positions, blocked, cache);
+  torch::Tensor x;
+  const int64_t tokens = skip_padding ? mask.sum().item<int64_t>() : rows * n;
+  if (tokens > 0 && tokens < rows * n) {
+    TokenLayout layout;
+    layout.rows = rows;
+    layout.n = n;
+    layout.where = torch::arange(rows * n, ids.options()).masked_select(mask.reshape({-1}));
+    x = layout.pad(run_layers(ids.view({-1}).index_select(0, layout.where).unsqueeze(0), positions, blocked, cache,
+                              &layout));
+  } else {
+    x = run_layers(ids, positions, blocked, cache);
+  }
   if (cache) cache->commit(mask);
   return x;
 }
 
 torch::Tensor LlamaModelImpl::run_layers(const torch::Tensor& ids, const torch::Tensor& positions,
-                                         const torch::Tensor& blocked, KvCache* cache,
-                                         const std::vector<int64_t>* segments) {
+                                         const torch::Tensor& blocked, KvCache* cache, const TokenLayout* layout) {
   auto cos_sin = rotary_cos_sin(positions);
   auto cos = cos_sin[0], sin = cos_sin[1];
   auto x = embed_tokens_->forward(ids);
   for (std::size_t i = 0; i < layer_list_.size(); ++i)
-    x = layer_list_[i]->forward(x, cos, sin, blocked, cache, i, segments);
+    x = layer_list_[i]->forward(x, cos, sin, blocked, cache, i, layout);
   return norm_->forward(x);
 }
 
@@ -502,7 +545,9 @@ torch::Tensor LlamaModelImpl::run_packed(const torch::Tensor& ids, const std::ve
   for (int64_t l : lengths)
     for (int64_t t = 0; t < l; ++t) positions.push_back(t);
   auto pos = torch::tensor(positions, torch::kInt64).to(dev).view({1, total});
-  return run_layers(on_device, pos, torch::Tensor(), cache, &lengths);
+  TokenLayout layout;
+  layout.segments = &lengths;
+  return run_layers(on_device, pos, torch::Tensor(), cache, &layout);
 }
 
 std::pair<torch::Tensor, torch::Tensor> LlamaModelImpl::prefix_hidden_states(const torch::Tensor& prompt_ids,
@@ -520,7 +565,9 @@ std::pair<torch::Tensor, torch::Tensor> LlamaModelImpl::prefix_hidden_states(con
   auto prompts = packed_prompts(prompt_ids, prompt_mask, cache);
   if (!prompts.defined()) prompts = hidden_states(prompt_ids, prompt_mask, &cache);
   cache.select_rows(parent);
-  auto continuations = hidden_states(continuation_ids, continuation_mask, &cache);
+  // The completions are right-padded to the longest (48 tokens against 19 on average in the GRPO benchmark):
+  // only their real tokens go through the projections and the MLP (docs/performance.md, "One GRPO iteration").
+  auto continuations = batch_hidden_states(continuation_ids, continuation_mask, &cache, /*skip_padding=*/true);
   return {prompts, continuations};
 }
 

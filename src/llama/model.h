@@ -141,6 +141,7 @@ class KvCache {
 };
 
 class DecoderLayerImpl;  // model.cpp
+struct TokenLayout;      // model.cpp
 
 class LlamaModelImpl : public torch::nn::Module {
  public:
@@ -162,7 +163,8 @@ class LlamaModelImpl : public torch::nn::Module {
   //! follow the prompt. Returns {[prompts, P, hidden], [rows, C, hidden]}, differentiable: RL training computes a
   //! prompt once for all the completions sampled from it (llama/rl_loss.h). The prompts' keys and values go through
   //! a KvCache, copied to each of their rows; prompts of different lengths are read packed end to end (no work on their
-  //! padding), the cache left as the left-padded batch's forward leaves it.
+  //! padding), the cache left as the left-padded batch's forward leaves it; the continuations' padding positions
+  //! skip the norms, projections and MLP, and their hidden states are zero.
   std::pair<torch::Tensor, torch::Tensor> prefix_hidden_states(const torch::Tensor& prompt_ids,
                                                                const torch::Tensor& prompt_mask,
                                                                const torch::Tensor& continuation_ids,
@@ -198,15 +200,19 @@ class LlamaModelImpl : public torch::nn::Module {
 
  private:
   torch::Tensor rotary_cos_sin(const torch::Tensor& positions) const;
+  //! hidden_states(); with `skip_padding`, the padding positions' norms, projections and MLP are not computed and
+  //! their hidden states are zero (prefix_hidden_states()'s completions, which nothing reads at their padding).
+  torch::Tensor batch_hidden_states(const torch::Tensor& input_ids, const torch::Tensor& attention_mask,
+                                    KvCache* cache, bool skip_padding);
   //! prefix_hidden_states()'s prompts packed end to end into `cache` when they differ in length and are left-padded
   //! (returned in the left-padded layout, padding zero); undefined when the batch does not qualify.
   torch::Tensor packed_prompts(const torch::Tensor& prompt_ids, const torch::Tensor& prompt_mask, KvCache& cache);
   //! packed_hidden_states(), its keys and values also written into `cache` when given (packed_prefill()).
   torch::Tensor run_packed(const torch::Tensor& ids, const std::vector<int64_t>& lengths, KvCache* cache);
-  //! Embedding → decoder layers → final norm, for ids at `positions` with the additive mask `blocked`.
-  //! With `segments` (packed rows' lengths) instead of `blocked`: each segment attends causally within itself.
+  //! Embedding → decoder layers → final norm, for ids at `positions` with the additive mask `blocked`; `layout`
+  //! (model.cpp) for packed rows (each attending causally within itself, no `blocked`) or an unpadded batch.
   torch::Tensor run_layers(const torch::Tensor& ids, const torch::Tensor& positions, const torch::Tensor& blocked,
-                           KvCache* cache, const std::vector<int64_t>* segments = nullptr);
+                           KvCache* cache, const TokenLayout* layout = nullptr);
   LlamaConfig config_;
   torch::Tensor inv_freq_;  // [head/2] float32, on the model's device
   std::shared_ptr<torch::nn::Module> backbone_;  // "model": embed_tokens, layers, norm

@@ -134,6 +134,15 @@ TEST(RlLoss, PrefixBatchesGiveTheLogprobsAndGradientsOfSeparateRows) {
   EXPECT_FLOAT_EQ(per_sequence.weights[9].item<float>(), 0.25f);
   EXPECT_NEAR(per_sequence.weights.sum().item<double>(), 4.0, 1e-6);
 
+  {  // the completions' padding goes through no norm, projection or MLP: its hidden states are zero, the rest not
+    torch::NoGradGuard no_grad;
+    auto states = model->prefix_hidden_states(p.prompt_ids, p.prompt_mask, p.completion_ids, p.completion_mask,
+                                              p.parent).second.abs().sum(-1);  // [completions, 3]
+    auto padding = p.completion_mask.eq(0);
+    EXPECT_EQ(states.masked_select(padding).max().item<double>(), 0.0);
+    EXPECT_GT(states.masked_select(padding.logical_not()).min().item<double>(), 0.0);
+  }
+
   // the same numbers, and the same gradients, from separate prompt + completion rows
   set_base_trainable(*model, true);
   RolloutLogprobs packed = rollout_logprobs(*model, p, 1.0, true);
