@@ -46,6 +46,16 @@ def options(description):
     return ap
 
 
+def blas_core_type():
+    """The Makefile's OpenBLAS core type for this CPU: SkylakeX with AVX-512, Haswell with AVX2, else none."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            flags = set(f.read().split())
+    except OSError:
+        return None
+    return "SkylakeX" if "avx512f" in flags else "Haswell" if "avx2" in flags else None
+
+
 class Setup:
     """Parsed options, the absolute pwab and work paths, and the thread settings, pinned the same for pwab (through
     its environment) and for torch in this process, printed with every result."""
@@ -56,6 +66,12 @@ class Setup:
         os.makedirs(self.work, exist_ok=True)
         n = str(self.args.threads)
         self.threads = {"OMP_NUM_THREADS": n, "MKL_NUM_THREADS": n, "OPENBLAS_NUM_THREADS": n}
+        # A pwab built on Debian's libtorch multiplies with OpenBLAS, which misdetects the CPU on some VMs and then
+        # runs twice as slow (docs/dependencies.md); the Makefile sets the core type for `make bench`, and so does
+        # this for a script run by hand, unless the environment already has one. PyTorch's MKL ignores it.
+        core = os.environ.get("OPENBLAS_CORETYPE") or blas_core_type()
+        if core:
+            self.threads["OPENBLAS_CORETYPE"] = core
         os.environ.update(self.threads)
         import torch
         torch.set_num_threads(self.args.threads)
