@@ -246,6 +246,19 @@ TEST(LlamaModel, GroupedQueryAttentionEqualsRepeatedHeads) {
   }
   for (std::size_t i = 0; i < 4; ++i)
     EXPECT_LT(ref_diff(logits_of(*mha, sequence(i)), expected_logits("logits", i)), kTol) << i;
+  // Decoding one token a step, where the grouped model's query heads of a key/value head go in as that head's
+  // queries (model.cpp's attend()), gives the repeated-heads model's logits, on a batch with left padding.
+  auto [ids, mask] = padded({sequence(0), sequence(1)}, /*left=*/true);
+  KvCache grouped_cache, repeated_cache;
+  const int64_t prefix = ids.size(1) - 3;
+  auto a = gqa->forward(ids.narrow(1, 0, prefix), mask.narrow(1, 0, prefix), &grouped_cache);
+  auto b = mha->forward(ids.narrow(1, 0, prefix), mask.narrow(1, 0, prefix), &repeated_cache);
+  EXPECT_LT(max_diff(a, b), 1e-5);
+  for (int64_t t = prefix; t < ids.size(1); ++t) {
+    a = gqa->forward(ids.narrow(1, t, 1), {}, &grouped_cache);
+    b = mha->forward(ids.narrow(1, t, 1), {}, &repeated_cache);
+    EXPECT_LT(max_diff(a, b), 1e-5) << t;
+  }
 }
 
 TEST(LlamaModel, ComputesInBfloat16) {
