@@ -322,9 +322,9 @@ class AttentionImpl : public torch::nn::Module {
         // One query a row (a decoding step): the query heads of a key/value head go in as that head's `groups`
         // queries, all under the row's one mask row. With enable_gqa, each query head is a product of one query
         // against the keys, which MKL runs as a matrix-vector product behind an OpenMP region of its own inside the
-        // kernel's; folded, it is one small matrix product per key/value head: 0.65x the attention's time at batch
-        // 32 on the tiny preset's shapes, and the same numbers to float rounding (docs/performance.md, "Sampling
-        // with a KV cache").
+        // kernel's; folded, it is one small matrix product per key/value head: about 0.6x the attention's time at
+        // batch 32 on the tiny preset's shapes, and the same numbers to float rounding (bench/ecosystem/
+        // decode_attention.py; docs/performance.md, "Sampling with a KV cache").
         return at::scaled_dot_product_attention(q.reshape({rows, kv_heads_, groups, head_}), k, v,
                                                 blocked.view({rows, 1, 1, total}), 0.0, false, scale)
             .view({rows, heads_, 1, head_});
