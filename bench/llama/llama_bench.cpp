@@ -1,11 +1,13 @@
 // LLaMA decoder benchmarks on the CPU: forward throughput (a padded batch, as SFT/DPO scoring runs it) and
 // generation throughput with the KV cache (greedy, and beam-sample with 10 beams as PUMA's DPO sampling), for a
-// small random model with LLaMA-2's vocabulary: hidden 256, 4 layers, 8 heads (4 key/value), SwiGLU 688.
+// small random model with LLaMA-2's vocabulary: hidden 256, 4 layers, 8 heads (4 key/value), SwiGLU 688; the SFT
+// step's matrix-product limit; a decoding step's attention against PyTorch's.
 #include <fmt/format.h>
 #include <torch/torch.h>
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "bench.h"
 #include "core/sys.h"
@@ -205,6 +207,108 @@ const int kLimit = add({
     },
     [](const Context&) -> std::string {
       return std::isfinite(gemm_seconds_bound) && gemm_seconds_bound > 0 ? "" : "no finite bound";
+    },
+});
+
+// A decoding step's attention at batch 32 on the tiny PUMA preset's shapes (4 query heads, 2 key/value heads of 32):
+// pwab's kernel (llama::decode_step_attention), which reads only each row's visible positions, against PyTorch's
+// fused attention as transformers calls it (enable_gqa; on Debian's 1.13, which has none, two matmuls and a softmax),
+// which reads the whole left-padded cache. Four layers' caches of 442 positions, 420 filled, taken in turn as a
+// step does; row r's prompt is 90 + (97·r mod 289) tokens, plus 42 generated (PUMA's function prompts run 90 to 378
+// tokens): 52% of the cache is padding. The limit beside it: the visible keys and values at the rate of a plain copy.
+constexpr int64_t kDecodeRows = 32, kDecodeHeads = 4, kDecodeKv = 2, kDecodeWidth = 32, kDecodeCapacity = 442,
+                  kDecodeTotal = 420, kDecodeLayers = 4;
+struct DecodeInputs {
+  torch::Tensor q, blocked;
+  std::vector<torch::Tensor> k, v;  // per layer, narrowed to kDecodeTotal
+  double visible_bytes = 0;
+};
+double decode_max_diff = -1;
+
+DecodeInputs& decode_inputs() {
+  static DecodeInputs in = [] {
+    torch_init_threads(0);
+    torch::manual_seed(3);
+    DecodeInputs d;
+    d.q = torch::randn({kDecodeRows, kDecodeHeads, 1, kDecodeWidth});
+    for (int64_t l = 0; l < kDecodeLayers; ++l) {
+      d.k.push_back(torch::randn({kDecodeRows, kDecodeKv, kDecodeCapacity, kDecodeWidth}).narrow(2, 0, kDecodeTotal));
+      d.v.push_back(torch::randn({kDecodeRows, kDecodeKv, kDecodeCapacity, kDecodeWidth}).narrow(2, 0, kDecodeTotal));
+    }
+    d.blocked = torch::zeros({kDecodeRows, 1, 1, 1, kDecodeTotal});
+    int64_t seen = 0;
+    for (int64_t r = 0; r < kDecodeRows; ++r) {
+      const int64_t visible = 90 + (97 * r) % 289 + 42;
+      d.blocked[r].narrow(-1, 0, kDecodeTotal - visible).fill_(std::numeric_limits<float>::lowest());
+      seen += visible;
+    }
+    d.visible_bytes = 2.0 * static_cast<double>(seen * kDecodeKv * kDecodeWidth) * sizeof(float);
+    return d;
+  }();
+  return in;
+}
+
+//! What a user's PyTorch would run for the same step.
+torch::Tensor decode_reference(const DecodeInputs& d, int64_t layer, double scale) {
+  const auto& k = d.k[static_cast<std::size_t>(layer)];
+  const auto& v = d.v[static_cast<std::size_t>(layer)];
+#if TORCH_VERSION_MAJOR >= 2
+  return at::scaled_dot_product_attention(d.q, k, v, d.blocked.view({kDecodeRows, 1, 1, kDecodeTotal}), 0.0, false,
+                                          scale, /*enable_gqa=*/true);
+#else
+  const int64_t groups = kDecodeHeads / kDecodeKv;
+  auto scores = torch::matmul(d.q.reshape({kDecodeRows, kDecodeKv, groups, kDecodeWidth}) * scale, k.transpose(-1, -2)) +
+                d.blocked.view({kDecodeRows, 1, 1, kDecodeTotal});
+  return torch::matmul(torch::softmax(scores, -1), v).view({kDecodeRows, kDecodeHeads, 1, kDecodeWidth});
+#endif
+}
+
+const int kDecodeAttention = add({
+    "llama/decode_attention",
+    "a decoding step's attention at batch 32 (tiny preset's heads, 4 layers' caches of 420 positions, 52% padding), "
+    "40 steps: pwab's kernel reading the visible positions; extras: PyTorch's fused attention on the same tensors "
+    "(µs a layer), pwab's (µs a layer), and the visible keys and values at a copy's rate (the limit)",
+    5,
+    [](const Context&) { decode_inputs(); },
+    [](const Context&, std::vector<Extra>& extras) {
+      torch::NoGradGuard no_grad;
+      auto& d = decode_inputs();
+      const double scale = 1.0 / std::sqrt(static_cast<double>(kDecodeWidth));
+      constexpr int kSteps = 40;
+      auto run_all = [&](auto attend) {
+        Stopwatch clock;
+        for (int step = 0; step < kSteps; ++step)
+          for (int64_t l = 0; l < kDecodeLayers; ++l) attend(l);
+        return clock.seconds() / (kSteps * kDecodeLayers);
+      };
+      const double reference = run_all([&](int64_t l) { return decode_reference(d, l, scale); });
+      const double ours = run_all([&](int64_t l) {
+        return llama::decode_step_attention(d.q, d.k[static_cast<std::size_t>(l)], d.v[static_cast<std::size_t>(l)],
+                                            d.blocked, scale);
+      });
+      // The limit: the visible keys and values moved at the rate of copying a buffer of the four caches' size.
+      auto from = torch::randn({kDecodeLayers * 2, kDecodeRows, kDecodeKv, kDecodeCapacity, kDecodeWidth});
+      auto to = torch::empty_like(from);
+      to.copy_(from);
+      Stopwatch copy_clock;
+      for (int i = 0; i < 5; ++i) to.copy_(from);
+      const double copy_rate = 2.0 * static_cast<double>(from.nbytes()) * 5 / copy_clock.seconds();
+      decode_max_diff = 0;
+      for (int64_t l = 0; l < kDecodeLayers; ++l) {
+        auto a = llama::decode_step_attention(d.q, d.k[static_cast<std::size_t>(l)], d.v[static_cast<std::size_t>(l)],
+                                              d.blocked, scale);
+        decode_max_diff = std::max(decode_max_diff, (a - decode_reference(d, l, scale)).abs().max().item<double>());
+      }
+      extras.push_back({"PyTorch fused attention", reference * 1e6, "µs"});
+      extras.push_back({"pwab kernel", ours * 1e6, "µs"});
+      extras.push_back({"PyTorch / pwab", reference / ours, "×"});
+      extras.push_back({"limit (visible bytes at copy rate)", d.visible_bytes / copy_rate * 1e6, "µs"});
+      return ours * kSteps * kDecodeLayers;
+    },
+    [](const Context&) -> std::string {
+      return decode_max_diff >= 0 && decode_max_diff < 1e-4
+                 ? ""
+                 : fmt::format("pwab's kernel differs from PyTorch's attention by {}", decode_max_diff);
     },
 });
 

@@ -17,6 +17,7 @@
 #include "core/safetensors.h"
 #include "core/sys.h"
 #include "core/torch_runtime.h"
+#include "llama/decode_attention.h"
 
 namespace pwab::llama {
 namespace fs = std::filesystem;
@@ -145,6 +146,13 @@ RmsNormImpl::RmsNormImpl(int64_t width, double eps, const torch::TensorOptions& 
 torch::Tensor RmsNormImpl::forward(const torch::Tensor& x) {
   // In float32 the casts are no-ops; skipped, as each is still an operator call (a decoding step has nine norms).
   const bool wide = x.scalar_type() == torch::kFloat32;
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
+  // Without autograd on the CPU, PyTorch's fused norm (2.4 and later): the same numbers, bit for bit, as the five
+  // operators below (checked on the decoding and prompt shapes), in one pass instead of five.
+  if (wide && x.device().is_cpu() &&
+      !(torch::GradMode::is_enabled() && (x.requires_grad() || active_weight().requires_grad())))
+    return at::rms_norm(x, {x.size(-1)}, active_weight(), eps_);
+#endif
   auto h = wide ? x : x.to(torch::kFloat32);
   h = h * torch::rsqrt(h.pow(2).mean(-1, true) + eps_);
   return active_weight() * (wide ? h : h.to(x.scalar_type()));
@@ -230,6 +238,39 @@ void KvCache::clear() {
   length_ = 0;
 }
 
+torch::Tensor decode_step_attention(const torch::Tensor& query, torch::Tensor k, torch::Tensor v,
+                                    const torch::Tensor& blocked, double scale) {
+  const int64_t rows = query.size(0), heads = query.size(1), head = query.size(3), kv_heads = k.size(1),
+                total = k.size(2), groups = heads / kv_heads;
+  auto q = query.contiguous();
+  if (k.stride(3) != 1) k = k.contiguous();
+  if (v.stride(3) != 1) v = v.contiguous();
+  auto bias = blocked.reshape({rows, total}).contiguous();
+  auto out = torch::empty({rows, heads, 1, head}, q.options());
+  DecodeAttentionHead shape;
+  shape.groups = groups;
+  shape.head = head;
+  shape.total = total;
+  shape.key_stride = k.stride(2);
+  shape.value_stride = v.stride(2);
+  shape.scale = static_cast<float>(scale);
+  const float *qp = q.data_ptr<float>(), *kp = k.data_ptr<float>(), *vp = v.data_ptr<float>();
+  const float* bp = bias.data_ptr<float>();
+  float* op = out.data_ptr<float>();
+  const int64_t ks0 = k.stride(0), ks1 = k.stride(1), vs0 = v.stride(0), vs1 = v.stride(1);
+  at::parallel_for(0, rows * kv_heads, 1, [&](int64_t lo, int64_t hi) {
+    std::vector<int32_t> visible;  // a row's visible positions, shared by its key/value heads
+    int64_t m = 0, row = -1;
+    for (int64_t t = lo; t < hi; ++t) {
+      const int64_t r = t / kv_heads, h = t % kv_heads, first = (r * heads + h * groups) * head;
+      if (r != row) m = visible_positions(bp + r * total, total, visible), row = r;
+      decode_attention_head(qp + first, kp + r * ks0 + h * ks1, vp + r * vs0 + h * vs1, bp + r * total,
+                            visible.data(), m, shape, op + first);
+    }
+  });
+  return out;
+}
+
 // ---- decoder layers ----------------------------------------------------------------------------------------------
 
 //! How a forward's tokens sit in its hidden states when not as a plain [rows, new] batch (declared in model.h for
@@ -311,6 +352,7 @@ class AttentionImpl : public torch::nn::Module {
   torch::Tensor attend(torch::Tensor q, const torch::Tensor& k, const torch::Tensor& v, torch::Tensor blocked) {
     const int64_t rows = q.size(0), n = q.size(2), total = k.size(2), groups = heads_ / kv_heads_;
     const double scale = 1.0 / std::sqrt(static_cast<double>(head_));
+    if (n == 1 && blocked.defined() && decodes_by_hand(q, k, v)) return decode_step_attention(q, k, v, blocked, scale);
 #if TORCH_VERSION_MAJOR >= 2
     // PyTorch 2.x: its fused attention (one kernel forward and backward, the scores never stored whole), which is
     // what transformers runs ("sdpa"); the key/value heads are shared by their query heads inside it (enable_gqa).
@@ -319,12 +361,13 @@ class AttentionImpl : public torch::nn::Module {
       if (!blocked.defined())
         return at::scaled_dot_product_attention(q, k, v, {}, 0.0, /*is_causal=*/true, scale, /*enable_gqa=*/groups > 1);
       if (n == 1 && groups > 1) {
-        // One query a row (a decoding step): the query heads of a key/value head go in as that head's `groups`
-        // queries, all under the row's one mask row. With enable_gqa, each query head is a product of one query
-        // against the keys, which MKL runs as a matrix-vector product behind an OpenMP region of its own inside the
-        // kernel's; folded, it is one small matrix product per key/value head: about 0.6x the attention's time at
-        // batch 32 on the tiny preset's shapes, and the same numbers to float rounding (bench/ecosystem/
-        // decode_attention.py; docs/performance.md, "Sampling with a KV cache").
+        // One query a row (a decoding step that decodes_by_hand() leaves here: on a GPU, or under autograd): the
+        // query heads of a key/value head go in as that head's `groups` queries, all under the row's one mask row.
+        // With enable_gqa, each query head is a product of one query against the keys, which MKL runs as a
+        // matrix-vector product behind an OpenMP region of its own inside the kernel's; folded, it is one small
+        // matrix product per key/value head: about 0.6x the attention's time at batch 32 on the tiny preset's
+        // shapes, and the same numbers to float rounding (bench/ecosystem/decode_attention.py;
+        // docs/performance.md, "Sampling with a KV cache").
         return at::scaled_dot_product_attention(q.reshape({rows, kv_heads_, groups, head_}), k, v,
                                                 blocked.view({rows, 1, 1, total}), 0.0, false, scale)
             .view({rows, heads_, 1, head_});
@@ -352,6 +395,17 @@ class AttentionImpl : public torch::nn::Module {
     scores = scores + blocked;
     auto probs = torch::softmax(scores, -1).to(v.scalar_type());
     return torch::matmul(probs.view({rows, kv_heads_, groups * n, total}), v).view({rows, heads_, n, head_});
+  }
+
+  //! A decoding step on the CPU in float32 without autograd goes to decode_attention.h's kernel, which reads only
+  //! the positions each row may see: in a batch of prompts of different lengths the cache is left-padded to the
+  //! longest (docs/performance.md, "Sampling with a KV cache").
+  static bool decodes_by_hand(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v) {
+    for (const auto* t : {&q, &k, &v})
+      if (!t->device().is_cpu() || t->scalar_type() != torch::kFloat32 ||
+          (torch::GradMode::is_enabled() && t->requires_grad()))
+        return false;
+    return true;
   }
 
   int64_t heads_, kv_heads_, head_;
