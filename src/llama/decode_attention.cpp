@@ -2,7 +2,7 @@
 //
 // Two passes over the row's visible positions: the scores (one dot product of each key with each query of the
 // group), then, after a vectorised exp, the weighted sum of the values. The hot loops are compiled for AVX-512,
-// AVX2 and baseline x86-64 and picked at load time, as in rec/fast_sasrec.cpp (the build is not -march=native).
+// AVX2 and baseline x86-64 and picked at load time (core/multiversion.h).
 #include "llama/decode_attention.h"
 
 #include <algorithm>
@@ -11,14 +11,10 @@
 #include <limits>
 #include <vector>
 
+#include "core/multiversion.h"
+
 namespace pwab::llama {
 namespace {
-
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define PWAB_MULTIVERSION __attribute__((target_clones("avx512f", "avx2", "default")))
-#else
-#define PWAB_MULTIVERSION
-#endif
 
 constexpr float kLowest = std::numeric_limits<float>::lowest();
 

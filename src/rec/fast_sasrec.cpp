@@ -12,16 +12,11 @@
 #include <limits>
 
 #include "core/error.h"
+#include "core/multiversion.h"
 
 namespace pwab::rec {
 
 namespace {
-
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define PWAB_MULTIVERSION __attribute__((target_clones("avx512f", "avx2", "default")))
-#else
-#define PWAB_MULTIVERSION
-#endif
 
 constexpr float kLayerNormEps = 1e-8f;
 constexpr float kMinusInfinity = -std::numeric_limits<float>::infinity();

@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "core/error.h"
+#include "core/multiversion.h"
 #include "core/sys.h"
 
 namespace pwab::rec {
@@ -182,9 +183,9 @@ OwnCheckpoint read_own_checkpoint(const std::filesystem::path& path) {
 namespace {
 
 //! score[i] += Σ_j columns[j·n + i] · h[j], in blocks of candidates that stay in L1 while the columns stream
-//! past. Compiled for AVX-512, AVX2 and baseline x86-64, picked at load time (the build is not -march=native).
-__attribute__((target_clones("avx512f", "avx2", "default"))) void accumulate_scores(
-    const float* columns, int64_t width, std::size_t n, const float* h, float* score) {
+//! past. Compiled for AVX-512, AVX2 and baseline x86-64, picked at load time (core/multiversion.h).
+PWAB_MULTIVERSION void accumulate_scores(const float* columns, int64_t width, std::size_t n, const float* h,
+                                         float* score) {
   constexpr std::size_t kBlock = 512;
   for (std::size_t start = 0; start < n; start += kBlock) {
     const std::size_t end = std::min(n, start + kBlock);

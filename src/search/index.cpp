@@ -13,6 +13,7 @@
 
 #include "core/error.h"
 #include "core/hash.h"
+#include "core/multiversion.h"
 #include "core/sys.h"
 #include "search/analyzer.h"
 #include "search/small_float.h"
@@ -22,12 +23,6 @@
 
 namespace fs = std::filesystem;
 using nlohmann::json;
-
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define PWAB_SEARCH_MULTIVERSION __attribute__((target_clones("avx512f", "avx2", "default")))
-#else
-#define PWAB_SEARCH_MULTIVERSION
-#endif
 
 namespace pwab::search {
 namespace {
@@ -245,7 +240,7 @@ constexpr std::size_t kBlock = 512;
 
 //! out[i] = weight - weight / denominators[i]: Lucene's term scores of a block, in one vector loop (division is
 //! exactly rounded in every instruction set, so the scores are the scalar ones, bit for bit).
-PWAB_SEARCH_MULTIVERSION void block_scores(float weight, const float* __restrict denominators, std::size_t n,
+PWAB_MULTIVERSION void block_scores(float weight, const float* __restrict denominators, std::size_t n,
                                            float* __restrict out) {
   for (std::size_t i = 0; i < n; ++i) out[i] = weight - weight / denominators[i];
 }
