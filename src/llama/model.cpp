@@ -240,6 +240,16 @@ void KvCache::clear() {
 
 torch::Tensor decode_step_attention(const torch::Tensor& query, torch::Tensor k, torch::Tensor v,
                                     const torch::Tensor& blocked, double scale) {
+  for (const torch::Tensor* t : std::initializer_list<const torch::Tensor*>{&query, &k, &v, &blocked})
+    if (!t->device().is_cpu() || t->scalar_type() != torch::kFloat32)
+      throw UsageError("decode_step_attention: q, k, v and blocked must be float32 tensors on the CPU");
+  if (query.dim() != 4 || k.dim() != 4 || v.dim() != 4 || query.size(2) != 1 || k.sizes() != v.sizes() ||
+      query.size(0) != k.size(0) || query.size(3) != k.size(3) || k.size(1) < 1 || query.size(1) % k.size(1) != 0 ||
+      blocked.numel() != k.size(0) * k.size(2))
+    throw UsageError("decode_step_attention: expected q [rows, heads, 1, head], k and v [rows, kv_heads, total, head] "
+                     "with kv_heads dividing heads, and blocked of rows × total; got q " + shape_string(query.sizes()) +
+                     ", k " + shape_string(k.sizes()) + ", v " + shape_string(v.sizes()) + ", blocked " +
+                     shape_string(blocked.sizes()));
   const int64_t rows = query.size(0), heads = query.size(1), head = query.size(3), kv_heads = k.size(1),
                 total = k.size(2), groups = heads / kv_heads;
   auto q = query.contiguous();

@@ -227,8 +227,9 @@ TORCH_MODULE(LlamaModel);
 //! A decoding step's attention by decode_attention.h's kernel: q [rows, heads, 1, head] against k, v [rows, kv_heads,
 //! total, head] (any strides with the head's floats contiguous, as a KV cache's narrowed buffers are), under blocked
 //! [rows, 1, 1, 1, total] (0, or the lowest float where a row may not look) → [rows, heads, 1, head]; CPU, float32,
-//! no autograd. One task per (row, key/value head), split between libtorch's threads. The attention layers call it;
-//! bench/llama/llama_bench.cpp times it against PyTorch's fused attention.
+//! no autograd (pwab::UsageError otherwise, or for shapes that do not fit). One task per (row, key/value head), split
+//! between libtorch's threads. The attention layers call it; bench/llama/llama_bench.cpp times it against PyTorch's
+//! fused attention.
 torch::Tensor decode_step_attention(const torch::Tensor& q, torch::Tensor k, torch::Tensor v,
                                     const torch::Tensor& blocked, double scale);
 

@@ -3,6 +3,7 @@
 // checkpoint round trips and errors; generation: greedy, beam search, sampling, allowed tokens.
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <set>
 
 #include <ATen/Parallel.h>
@@ -224,6 +225,28 @@ TEST(LlamaModel, OneRowProjectionSplitBetweenThreadsIsTheLinearMap) {
   y.sum().backward();
   EXPECT_TRUE(p->weight.grad().defined());
   at::set_num_threads(before);
+}
+
+TEST(LlamaModel, DecodeStepAttentionEqualsTheMatmulSoftmaxAndChecksItsInput) {
+  // The decoding kernel on a narrowed cache buffer with left padding, against two matmuls and a softmax.
+  torch::NoGradGuard no_grad;
+  torch::manual_seed(5);
+  const int64_t rows = 3, heads = 4, kv = 2, head = 8, total = 6;
+  auto q = torch::randn({rows, heads, 1, head});
+  auto k = torch::randn({rows, kv, 10, head}).narrow(2, 0, total);
+  auto v = torch::randn({rows, kv, 10, head}).narrow(2, 0, total);
+  auto blocked = torch::zeros({rows, 1, 1, 1, total});
+  blocked[0].narrow(-1, 0, 2).fill_(std::numeric_limits<float>::lowest());
+  blocked[2].narrow(-1, 0, 5).fill_(std::numeric_limits<float>::lowest());
+  const double scale = 1.0 / std::sqrt(double(head));
+  auto got = decode_step_attention(q, k, v, blocked, scale);
+  auto scores = torch::matmul(q.reshape({rows, kv, 2, head}), k.transpose(-1, -2)) * scale +
+                blocked.view({rows, 1, 1, total});
+  auto want = torch::matmul(torch::softmax(scores, -1), v).view({rows, heads, 1, head});
+  EXPECT_LT(max_diff(got, want), 1e-5);
+  EXPECT_THROW(decode_step_attention(q.to(torch::kFloat64), k, v, blocked, scale), UsageError);
+  EXPECT_THROW(decode_step_attention(q.narrow(1, 0, 3), k, v, blocked, scale), UsageError);  // 3 heads over 2
+  EXPECT_THROW(decode_step_attention(q, k, v, blocked.narrow(-1, 0, 5), scale), UsageError);
 }
 
 TEST(LlamaModel, GroupedQueryAttentionEqualsRepeatedHeads) {
