@@ -1,7 +1,8 @@
 // LLaMA decoder benchmarks on the CPU: forward throughput (a padded batch, as SFT/DPO scoring runs it) and
 // generation throughput with the KV cache (greedy, and beam-sample with 10 beams as PUMA's DPO sampling), for a
 // small random model with LLaMA-2's vocabulary: hidden 256, 4 layers, 8 heads (4 key/value), SwiGLU 688; the SFT
-// step's matrix-product limit; a decoding step's attention against PyTorch's.
+// step's matrix-product limit; a decoding step's attention against PyTorch's; a whole decoding step without operator
+// calls against the operators' step.
 #include <fmt/format.h>
 #include <torch/torch.h>
 
@@ -313,3 +314,83 @@ const int kDecodeAttention = add({
 });
 
 }  // namespace
+
+// A whole decoding step on the tiny PUMA preset's decoder (hidden 128, 4 layers, 4 query / 2 key-value heads of 32,
+// SwiGLU 344, a vocabulary of 2,000) after prompts of PUMA's lengths (row r: 90 + (97·r mod 289) tokens), at batch 1
+// and 32: pwab's step without operator calls (LlamaModelImpl::decode_step(), the default) against the same step
+// through libtorch's operators (set_step_kernels(false), what the model ran before). The limit beside each: the
+// bytes a step must read (the weights once, each row's visible keys and values) at a copy's rate.
+double step_max_diff = -1;
+
+const int kDecodeStep = add({
+    "llama/decode_step",
+    "a decoding step of the tiny PUMA preset's decoder after prompts of PUMA's lengths, 48 steps each at batch 1 and "
+    "32: pwab's step without operator calls; extras: the same steps through libtorch's operators (µs a step), pwab's "
+    "(µs a step), and the bytes a step reads at a copy's rate (the limit)",
+    3,
+    [](const Context&) { torch_init_threads(0); },
+    [](const Context&, std::vector<Extra>& extras) {
+      torch::NoGradGuard no_grad;
+      llama::LlamaConfig c = llama::tiny_config(2000);
+      c.hidden_size = 128;
+      c.intermediate_size = 344;
+      c.num_hidden_layers = 4;
+      c.max_position_embeddings = 1024;
+      c.initializer_range = 0.05;
+      auto m = llama::create_model(c, 2);
+      m->eval();
+      constexpr int64_t kSteps = 48;
+      double total = 0, weights = 0;
+      for (const auto& [name, w] : m->checkpoint_weights())
+        if (name != "model.embed_tokens.weight") weights += static_cast<double>(w.nbytes());
+      auto from = torch::randn({8 << 20}), to = torch::empty_like(from);
+      to.copy_(from);
+      Stopwatch copy_clock;
+      for (int i = 0; i < 5; ++i) to.copy_(from);
+      const double copy_rate = 2.0 * static_cast<double>(from.nbytes()) * 5 / copy_clock.seconds();
+      step_max_diff = 0;
+      for (int64_t rows : {1, 32}) {
+        std::vector<int64_t> flat, lengths;
+        double visible = 0;
+        for (int64_t r = 0; r < rows; ++r) {
+          const int64_t n = 90 + (97 * r) % 289;
+          for (int64_t t = 0; t < n; ++t) flat.push_back((r * 7919 + t * 104729) % 1990 + 3);
+          lengths.push_back(n);
+          visible += static_cast<double>(n + kSteps / 2);
+        }
+        auto run = [&](bool kernels, torch::Tensor* last) {
+          m->set_step_kernels(kernels);
+          llama::KvCache cache(400 + kSteps);
+          auto ids = torch::tensor(flat, torch::kInt64).view({1, -1});
+          if (rows > 1)
+            m->packed_prefill(ids, lengths, cache);
+          else
+            m->forward(ids, {}, &cache, true);
+          Stopwatch clock;
+          torch::Tensor logits;
+          for (int64_t s = 0; s < kSteps; ++s)
+            logits = m->forward((torch::arange(rows, torch::kInt64) * 13 + s * 7).remainder(2000).view({rows, 1}), {},
+                                &cache, true);
+          if (last) *last = logits;
+          return clock.seconds() / kSteps;
+        };
+        torch::Tensor a, b;
+        const double operators = run(false, &a), ours = run(true, &b);
+        m->set_step_kernels(true);
+        step_max_diff = std::max(step_max_diff, (a - b).abs().max().item<double>());
+        total += ours * kSteps;
+        const double bytes = weights + visible * 2.0 * c.num_hidden_layers * c.n_kv_heads() * c.head_width() * 4;
+        const std::string at = fmt::format("batch {}: ", rows);
+        extras.push_back({at + "libtorch operators", operators * 1e6, "µs"});
+        extras.push_back({at + "pwab step", ours * 1e6, "µs"});
+        extras.push_back({at + "operators / pwab", operators / ours, "×"});
+        extras.push_back({at + "limit (bytes read at copy rate)", bytes / copy_rate * 1e6, "µs"});
+      }
+      return total;
+    },
+    [](const Context&) -> std::string {
+      return step_max_diff >= 0 && step_max_diff < 1e-4
+                 ? ""
+                 : fmt::format("pwab's step differs from the operators' by {}", step_max_diff);
+    },
+});

@@ -12,29 +12,16 @@
 #include <vector>
 
 #include "core/multiversion.h"
+#include "llama/lanes.h"
 
 namespace pwab::llama {
 namespace {
 
 constexpr float kLowest = std::numeric_limits<float>::lowest();
 
-// Eight floats as one value (GCC's vector extension): one ymm register in the AVX-512 and AVX2 clones, two xmm
-// ones in the baseline. Written out because GCC's own vectoriser, left with the plain loops, interchanged them into
-// scalar code over the keys.
-// (GCC notes that passing such a value changes the baseline's calling convention; these helpers are inlined and
-// internal, so no call crosses that boundary.)
-#pragma GCC diagnostic ignored "-Wpsabi"
-typedef float Lanes __attribute__((vector_size(32)));
-typedef float LanesUnaligned __attribute__((vector_size(32), aligned(4)));
-
-[[gnu::always_inline]] inline Lanes load(const float* p) { return *reinterpret_cast<const LanesUnaligned*>(p); }
-
-[[gnu::always_inline]] inline float lane_sum(Lanes x) {
-  x += __builtin_shufflevector(x, x, 4, 5, 6, 7, 0, 1, 2, 3);
-  x += __builtin_shufflevector(x, x, 2, 3, 0, 1, 6, 7, 4, 5);
-  x += __builtin_shufflevector(x, x, 1, 0, 3, 2, 5, 4, 7, 6);
-  return x[0];
-}
+using lanes::Lanes;
+using lanes::lane_sum;
+using lanes::load;
 
 //! One group at a time, so that its query (and, below, its sums) stay in registers across the keys; a second group
 //! reads the keys again from the core's cache. kHead: the head width, a multiple of 8 (the presets' 32, 64, 128).

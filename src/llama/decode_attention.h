@@ -36,7 +36,8 @@ void decode_attention_head(const float* q, const float* k, const float* v, const
                            int64_t m, const DecodeAttentionHead& shape, float* out);
 
 //! exp(x) for x ≤ 0, to about 2 units in the last place, in a form that vectorises (Cephes' polynomial on the
-//! range-reduced argument); below −80 it returns exp(−80) rather than a denormal. Exposed for its test.
+//! range-reduced argument); below −80 it returns exp(−80) rather than a denormal. Also the row kernels' SwiGLU
+//! (decode_step.h) uses it.
 void exp_nonpositive(float* x, int64_t n);
 
 }  // namespace pwab::llama

@@ -18,6 +18,7 @@
 #include "core/sys.h"
 #include "core/torch_runtime.h"
 #include "llama/decode_attention.h"
+#include "llama/decode_step.h"
 
 namespace pwab::llama {
 namespace fs = std::filesystem;
@@ -166,13 +167,12 @@ torch::Tensor EmbeddingImpl::forward(const torch::Tensor& ids) { return torch::e
 
 // ---- KV cache ----------------------------------------------------------------------------------------------------
 
-std::pair<torch::Tensor, torch::Tensor> KvCache::append(std::size_t layer, const torch::Tensor& k,
-                                                        const torch::Tensor& v) {
+void KvCache::make_room(std::size_t layer, int64_t added, const torch::Tensor& k, const torch::Tensor& v) {
   if (layer >= k_.size()) {
     k_.resize(layer + 1);
     v_.resize(layer + 1);
   }
-  const int64_t added = k.size(2), needed = length_ + added;
+  const int64_t needed = length_ + added;
   auto& kb = k_[layer];
   auto& vb = v_[layer];
   if (!kb.defined() || needed > kb.size(2)) {
@@ -185,9 +185,30 @@ std::pair<torch::Tensor, torch::Tensor> KvCache::append(std::size_t layer, const
     grow(kb, k);
     grow(vb, v);
   }
+}
+
+std::pair<torch::Tensor, torch::Tensor> KvCache::append(std::size_t layer, const torch::Tensor& k,
+                                                        const torch::Tensor& v) {
+  const int64_t added = k.size(2), needed = length_ + added;
+  make_room(layer, added, k, v);
+  auto& kb = k_[layer];
+  auto& vb = v_[layer];
   kb.narrow(2, length_, added).copy_(k);
   vb.narrow(2, length_, added).copy_(v);
   return {kb.narrow(2, 0, needed), vb.narrow(2, 0, needed)};
+}
+
+std::pair<torch::Tensor, torch::Tensor> KvCache::step_buffers(std::size_t layer) {
+  if (layer >= k_.size() || !k_[layer].defined())
+    throw UsageError("KV cache: a decoding step needs the layer's earlier keys and values (layer " +
+                     std::to_string(layer) + " has none)");
+  if (length_ + 1 > k_[layer].size(2)) {
+    auto shape = k_[layer].sizes().vec();
+    shape[2] = 1;
+    auto like = torch::empty(shape, k_[layer].options());
+    make_room(layer, 1, like, like);
+  }
+  return {k_[layer], v_[layer]};
 }
 
 void KvCache::write_packed(std::size_t layer, const torch::Tensor& k, const torch::Tensor& v,
@@ -330,8 +351,8 @@ class AttentionImpl : public torch::nn::Module {
     // An unpadded batch's projections [1, tokens, width] go to their places in the [rows, new] layout (zeros at
     // the padding, which no real token attends to) for the rotation, the cache and the attention.
     auto padded = [&](const torch::Tensor& t) { return unpadded ? layout->pad(t) : t; };
-    auto q = apply_rope(padded(q_proj->forward(x)).view({rows, n, heads_, head_}).transpose(1, 2), cos, sin);
-    auto k = apply_rope(padded(k_proj->forward(x)).view({rows, n, kv_heads_, head_}).transpose(1, 2), cos, sin);
+    auto q = rotated(padded(q_proj->forward(x)), rows, n, heads_, cos, sin);
+    auto k = rotated(padded(k_proj->forward(x)), rows, n, kv_heads_, cos, sin);
     auto v = padded(v_proj->forward(x)).view({rows, n, kv_heads_, head_}).transpose(1, 2);
     if (cache && !segments) std::tie(k, v) = cache->append(layer, k, v);
     torch::Tensor out;  // [rows, heads, n, head]
@@ -405,6 +426,30 @@ class AttentionImpl : public torch::nn::Module {
     scores = scores + blocked;
     auto probs = torch::softmax(scores, -1).to(v.scalar_type());
     return torch::matmul(probs.view({rows, kv_heads_, groups * n, total}), v).view({rows, heads_, n, head_});
+  }
+
+  //! A projection [rows, n, heads·head] with the rotary embedding applied → [rows, heads, n, head]. Without autograd
+  //! on the CPU in float32, decode_step.h's rotation runs in place on the projection's fresh output, token by token:
+  //! the same products and sums, bit for bit, as apply_rope(), whose roll over the transposed heads cost about
+  //! 4.8 ms a layer on a batch of 32 PUMA prompts' 5,265 tokens, a fifth of the prompts' forward
+  //! (docs/performance.md, "A decoding step without operator calls").
+  torch::Tensor rotated(const torch::Tensor& projected, int64_t rows, int64_t n, int64_t heads,
+                        const torch::Tensor& cos, const torch::Tensor& sin) const {
+    const bool by_hand = projected.device().is_cpu() && projected.scalar_type() == torch::kFloat32 &&
+                         cos.scalar_type() == torch::kFloat32 && head_ % 2 == 0 &&
+                         !(torch::GradMode::is_enabled() && (projected.requires_grad() || cos.requires_grad()));
+    if (!by_hand) return apply_rope(projected.view({rows, n, heads, head_}).transpose(1, 2), cos, sin);
+    auto out = projected.is_contiguous() ? projected : projected.contiguous();
+    // cos and sin are [rows or 1, 1, n, head] (sin's first half negated, rotary_cos_sin()); one row of each a token.
+    auto c = cos.expand({rows, 1, n, head_}).reshape({rows * n, head_}).contiguous();
+    auto s = sin.expand({rows, 1, n, head_}).reshape({rows * n, head_}).contiguous();
+    float* p = out.data_ptr<float>();
+    const float *cp = c.data_ptr<float>(), *sp = s.data_ptr<float>();
+    const int64_t head = head_, half = head_ / 2, width = heads * head_;
+    at::parallel_for(0, rows * n, 256, [&](int64_t lo, int64_t hi) {
+      for (int64_t t = lo; t < hi; ++t) rotate_heads(p + t * width, heads, head, cp + t * head, sp + t * head + half);
+    });
+    return out.view({rows, n, heads, head_}).transpose(1, 2);
   }
 
   //! A decoding step on the CPU in float32 without autograd goes to decode_attention.h's kernel, which reads only
@@ -543,6 +588,8 @@ torch::Tensor LlamaModelImpl::batch_hidden_states(const torch::Tensor& input_ids
   if (cached && cache->rows() != rows)
     throw UsageError("LLaMA forward: the KV cache has " + std::to_string(cache->rows()) + " rows, the input " +
                      std::to_string(rows));
+  if (step_kernels_ && cached && n == 1 && !skip_padding && (!attention_mask.defined() || mask.all().item<bool>()))
+    if (auto x = decode_step(ids, *cache); x.defined()) return x;
   {
     // Out-of-range ids would index outside the embedding table.
     auto lo = ids.min().item<int64_t>(), hi = ids.max().item<int64_t>();
@@ -573,6 +620,161 @@ torch::Tensor LlamaModelImpl::batch_hidden_states(const torch::Tensor& input_ids
   }
   if (cache) cache->commit(mask);
   return x;
+}
+
+torch::Tensor LlamaModelImpl::decode_step(const torch::Tensor& ids, KvCache& cache) {
+  if (ids.dim() != 2 || ids.size(1) != 1 || cache.length() == 0 || cache.rows() != ids.size(0))
+    throw UsageError("LLaMA decoding step: expected ids [rows, 1] after a cache of those rows, got ids " +
+                     shape_string(ids.sizes()) + " and a cache of " + std::to_string(cache.rows()) + " rows, " +
+                     std::to_string(cache.length()) + " positions");
+  if (!device().is_cpu() || dtype() != torch::kFloat32 || torch::GradMode::is_enabled()) return {};
+  const auto& c = config_;
+  const int64_t rows = ids.size(0), hidden = c.hidden_size, heads = c.num_attention_heads, kv_heads = c.n_kv_heads(),
+                head = c.head_width(), inter = c.intermediate_size, groups = heads / kv_heads, past = cache.length();
+  if (cache.mask().size(1) != past || head % 2 != 0) return {};
+  struct Weights {
+    torch::Tensor input_norm, q, k, v, o, post_norm, gate, up, down;
+  };
+  std::vector<Weights> layers;
+  bool plain = true;
+  auto weight = [&](const WeightModule& m) {
+    auto w = m.active_weight();
+    if (w.scalar_type() != torch::kFloat32 || !w.is_contiguous()) plain = false;
+    if (const auto* p = dynamic_cast<const ProjectionImpl*>(&m); p && p->has_lora() && p->adapter_enabled())
+      plain = false;
+    return w;
+  };
+  for (const auto& layer : layer_list_) {
+    const auto& a = *layer->self_attn;
+    const auto& m = *layer->mlp;
+    layers.push_back({weight(*layer->input_layernorm), weight(*a.q_proj), weight(*a.k_proj), weight(*a.v_proj),
+                      weight(*a.o_proj), weight(*layer->post_attention_layernorm), weight(*m.gate_proj),
+                      weight(*m.up_proj), weight(*m.down_proj)});
+  }
+  const auto embedding = weight(*embed_tokens_), final_norm = weight(*norm_);
+  if (!plain) return {};
+
+  auto id = ids.to(torch::kCPU, torch::kInt64).contiguous();
+  const int64_t* token = id.data_ptr<int64_t>();
+  for (int64_t r = 0; r < rows; ++r)
+    if (token[r] < 0 || token[r] >= c.vocab_size)
+      throw UsageError("LLaMA forward: token id " + std::to_string(token[r]) + " outside the vocabulary of " +
+                       std::to_string(c.vocab_size));
+  std::vector<std::pair<torch::Tensor, torch::Tensor>> buffers;
+  for (std::size_t l = 0; l < layers.size(); ++l) {
+    buffers.push_back(cache.step_buffers(l));
+    if (!buffers.back().first.is_contiguous() || !buffers.back().second.is_contiguous()) return {};
+  }
+  const int64_t capacity = buffers.empty() ? 0 : buffers[0].first.size(2), total = past + 1;
+
+  // Each row's visible positions (its cached tokens, then the new one), listed once for every layer's attention.
+  auto seen = cache.mask().contiguous();
+  auto next = cache.next_positions().contiguous();
+  const bool* seen_p = seen.data_ptr<bool>();
+  const int64_t* next_p = next.data_ptr<int64_t>();
+  std::vector<int32_t> visible(static_cast<std::size_t>(rows * total));
+  std::vector<int64_t> visible_count(static_cast<std::size_t>(rows));
+  for (int64_t r = 0; r < rows; ++r) {
+    int32_t* list = visible.data() + r * total;
+    int64_t m = 0;
+    for (int64_t j = 0; j < past; ++j)
+      if (seen_p[r * past + j]) list[m++] = static_cast<int32_t>(j);
+    list[m++] = static_cast<int32_t>(past);
+    visible_count[static_cast<std::size_t>(r)] = m;
+  }
+  // The rotation's cos and sin at each row's position: the angle in float32 as rotary_cos_sin() forms it.
+  const int64_t half = head / 2;
+  auto inv = inv_freq_.to(torch::kCPU).contiguous();
+  const float* inv_p = inv.data_ptr<float>();
+  std::vector<float> cos(static_cast<std::size_t>(rows * half)), sin(cos.size());
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t i = 0; i < half; ++i) {
+      const float angle = static_cast<float>(next_p[r]) * inv_p[i];
+      cos[r * half + i] = std::cos(angle);
+      sin[r * half + i] = std::sin(angle);
+    }
+
+  auto out = torch::empty({rows, 1, hidden}, embedding.options());
+  float* x = out.data_ptr<float>();
+  const float* table = embedding.data_ptr<float>();
+  for (int64_t r = 0; r < rows; ++r) std::memcpy(x + r * hidden, table + token[r] * hidden, sizeof(float) * hidden);
+  // One buffer for the step's intermediates, kept from step to step: at batch 32 it is past malloc's threshold for
+  // fresh pages, whose faults a new one would pay each step.
+  thread_local std::vector<float> work;
+  work.resize(static_cast<std::size_t>(rows * (hidden + 2 * heads * head + 2 * kv_heads * head + 2 * inter)));
+  float* h = work.data();
+  float* q = h + rows * hidden;
+  float* k = q + rows * heads * head;
+  float* v = k + rows * kv_heads * head;
+  float* att = v + rows * kv_heads * head;
+  float* gate = att + rows * heads * head;
+  float* up = gate + rows * inter;
+  const int threads = at::get_num_threads();
+  // y [rows, out] = x [rows, in] · wᵀ: a few rows read each weight row once (decode_step.h), split between the
+  // threads from 16 K weights (64 KB) up: one core reads a step's weights from the L3 cache at about 27 GB/s,
+  // and with the tiny preset's weights split a step at batch 1 took about 0.085 ms of products against 0.11 (the
+  // operators' one-row products, project(), split only from 2 MB, where the BLAS's own sgemv is the alternative);
+  // more rows go to the BLAS, as the operators' would (splitting those between the threads was slower).
+  auto product = [&](const float* in_rows, const torch::Tensor& w, float* y) {
+    const int64_t o = w.size(0), n = w.size(1);
+    const float* wp = w.data_ptr<float>();
+    if (rows >= 4) {
+      auto yt = torch::from_blob(y, {rows, o}, torch::kFloat32);
+      at::mm_out(yt, torch::from_blob(const_cast<float*>(in_rows), {rows, n}, torch::kFloat32), w.t());
+    } else if (threads >= 2 && rows * o * n >= (int64_t{1} << 14)) {
+      at::parallel_for(0, o, (o + threads - 1) / threads,
+                       [&](int64_t lo, int64_t hi) { rows_times_weight(in_rows, rows, n, wp, o, lo, hi, y); });
+    } else {
+      rows_times_weight(in_rows, rows, n, wp, o, 0, o, y);
+    }
+  };
+  DecodeAttentionHead shape;
+  shape.groups = groups;
+  shape.head = head;
+  shape.total = total;
+  shape.key_stride = head;
+  shape.value_stride = head;
+  shape.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(head)));
+  // The attention's tasks run on the threads once a step reads enough of the cache to pay for the region.
+  const int64_t attention_grain = std::max<int64_t>(1, (int64_t{1} << 15) / std::max<int64_t>(1, total * head * groups));
+  const float eps = static_cast<float>(c.rms_norm_eps);
+  for (std::size_t l = 0; l < layers.size(); ++l) {
+    const Weights& w = layers[l];
+    rms_norm_rows(x, w.input_norm.data_ptr<float>(), rows, hidden, eps, h);
+    product(h, w.q, q);
+    product(h, w.k, k);
+    product(h, w.v, v);
+    float* kb = buffers[l].first.data_ptr<float>();
+    float* vb = buffers[l].second.data_ptr<float>();
+    for (int64_t r = 0; r < rows; ++r) {
+      rotate_heads(q + r * heads * head, heads, head, cos.data() + r * half, sin.data() + r * half);
+      rotate_heads(k + r * kv_heads * head, kv_heads, head, cos.data() + r * half, sin.data() + r * half);
+      for (int64_t g = 0; g < kv_heads; ++g) {
+        const int64_t at = ((r * kv_heads + g) * capacity + past) * head;
+        std::memcpy(kb + at, k + (r * kv_heads + g) * head, sizeof(float) * head);
+        std::memcpy(vb + at, v + (r * kv_heads + g) * head, sizeof(float) * head);
+      }
+    }
+    at::parallel_for(0, rows * kv_heads, attention_grain, [&](int64_t lo, int64_t hi) {
+      for (int64_t t = lo; t < hi; ++t) {
+        const int64_t r = t / kv_heads, g = t % kv_heads, first = (r * heads + g * groups) * head,
+                      cached = (r * kv_heads + g) * capacity * head;
+        decode_attention_head(q + first, kb + cached, vb + cached, nullptr, visible.data() + r * total,
+                              visible_count[static_cast<std::size_t>(r)], shape, att + first);
+      }
+    });
+    product(att, w.o, h);
+    add_into(x, h, rows * hidden);
+    rms_norm_rows(x, w.post_norm.data_ptr<float>(), rows, hidden, eps, h);
+    product(h, w.gate, gate);
+    product(h, w.up, up);
+    swiglu(gate, up, rows * inter);
+    product(gate, w.down, h);
+    add_into(x, h, rows * hidden);
+  }
+  rms_norm_rows(x, final_norm.data_ptr<float>(), rows, hidden, eps, x);
+  cache.commit(torch::ones({rows, 1}, torch::kBool));
+  return out;
 }
 
 torch::Tensor LlamaModelImpl::run_layers(const torch::Tensor& ids, const torch::Tensor& positions,

@@ -127,6 +127,10 @@ class KvCache {
   //! Writes layer `layer`'s keys/values [rows, kv_heads, new, head] after the cached ones; returns the keys and
   //! values of all positions (cached + new).
   std::pair<torch::Tensor, torch::Tensor> append(std::size_t layer, const torch::Tensor& k, const torch::Tensor& v);
+  //! A decoding step's buffers of layer `layer` [rows, kv_heads, capacity, head], with room for one position more:
+  //! the step (LlamaModelImpl's decoding step without operator calls) writes position length() itself, then commits.
+  //! Throws pwab::UsageError if the layer has no keys yet.
+  std::pair<torch::Tensor, torch::Tensor> step_buffers(std::size_t layer);
   //! Packed prefill (LlamaModelImpl::packed_prefill): layer `layer`'s keys/values [1, kv_heads, Σ lengths, head] of
   //! rows packed end to end go into an empty cache of lengths.size() rows, each row's on the right of the longest
   //! (left padding, zeros before it), the layout a left-padded batch's forward writes.
@@ -135,6 +139,8 @@ class KvCache {
   void commit(const torch::Tensor& new_mask);
 
  private:
+  //! Grows layer `layer`'s buffers (shaped as k and v but for positions) to hold `added` positions after length().
+  void make_room(std::size_t layer, int64_t added, const torch::Tensor& k, const torch::Tensor& v);
   int64_t reserve_ = 0, length_ = 0, capacity_ = 0;
   std::vector<torch::Tensor> k_, v_;  // per layer [rows, kv_heads, capacity, head]
   torch::Tensor mask_, next_positions_;
@@ -180,6 +186,16 @@ class LlamaModelImpl : public torch::nn::Module {
   //! writes them, so decoding goes on from it exactly as after forward(left-padded ids, mask, cache). Returns each
   //! row's last-position logits [rows, 1, vocab], float32.
   torch::Tensor packed_prefill(const torch::Tensor& ids, const std::vector<int64_t>& lengths, KvCache& cache);
+  //! A decoding step, `ids` [rows, 1] int64 (every row's token real) after `cache` (not empty), on the CPU in
+  //! float32 without autograd and without an enabled LoRA pair, through decode_step.h's and decode_attention.h's
+  //! kernels instead of libtorch's operators: the final hidden states [rows, 1, hidden], the cache advanced as
+  //! forward() advances it. forward() and hidden_states() take this path for such a step by themselves (unless
+  //! set_step_kernels(false)). Undefined, the cache untouched, when the step does not qualify.
+  torch::Tensor decode_step(const torch::Tensor& ids, KvCache& cache);
+  //! Whether forward() runs qualifying decoding steps through decode_step() (the default) or through the operators,
+  //! as the benchmark's comparison and tests need.
+  void set_step_kernels(bool on) { step_kernels_ = on; }
+  bool step_kernels() const { return step_kernels_; }
   //! hidden [.., hidden] → float32 logits [.., vocab].
   torch::Tensor logits(const torch::Tensor& hidden);
 
@@ -214,6 +230,7 @@ class LlamaModelImpl : public torch::nn::Module {
   torch::Tensor run_layers(const torch::Tensor& ids, const torch::Tensor& positions, const torch::Tensor& blocked,
                            KvCache* cache, const TokenLayout* layout = nullptr);
   LlamaConfig config_;
+  bool step_kernels_ = true;
   torch::Tensor inv_freq_;  // [head/2] float32, on the model's device
   std::shared_ptr<torch::nn::Module> backbone_;  // "model": embed_tokens, layers, norm
   Embedding embed_tokens_{nullptr};
