@@ -632,24 +632,42 @@ torch::Tensor LlamaModelImpl::decode_step(const torch::Tensor& ids, KvCache& cac
   const int64_t rows = ids.size(0), hidden = c.hidden_size, heads = c.num_attention_heads, kv_heads = c.n_kv_heads(),
                 head = c.head_width(), inter = c.intermediate_size, groups = heads / kv_heads, past = cache.length();
   if (cache.mask().size(1) != past || head % 2 != 0) return {};
+  //! A projection's weight and, while a LoRA pair is attached and enabled, its factors A [r, in], B [out, r] and
+  //! scale: y = x·Wᵀ + scale · (x·Aᵀ)·Bᵀ, as ProjectionImpl::forward() computes it in eval mode.
+  struct Linear {
+    torch::Tensor w, a, b;
+    float scale = 0.0f;
+  };
   struct Weights {
-    torch::Tensor input_norm, q, k, v, o, post_norm, gate, up, down;
+    torch::Tensor input_norm;
+    Linear q, k, v, o;
+    torch::Tensor post_norm;
+    Linear gate, up, down;
   };
   std::vector<Weights> layers;
   bool plain = true;
-  auto weight = [&](const WeightModule& m) {
-    auto w = m.active_weight();
-    if (w.scalar_type() != torch::kFloat32 || !w.is_contiguous()) plain = false;
-    if (const auto* p = dynamic_cast<const ProjectionImpl*>(&m); p && p->has_lora() && p->adapter_enabled())
-      plain = false;
-    return w;
+  auto usable = [&](const torch::Tensor& t) {
+    if (t.scalar_type() != torch::kFloat32 || !t.is_contiguous()) plain = false;
+    return t;
+  };
+  auto weight = [&](const WeightModule& m) { return usable(m.active_weight()); };
+  auto linear = [&](const ProjectionImpl& p) {
+    Linear l{weight(p), {}, {}, 0.0f};
+    if (p.has_lora() && p.adapter_enabled()) {
+      // LoRA's dropout acts in training mode only; generation runs in eval mode.
+      if (p.is_training()) plain = false;
+      l.a = usable(p.lora_A());
+      l.b = usable(p.lora_B());
+      l.scale = static_cast<float>(p.lora_scale());
+    }
+    return l;
   };
   for (const auto& layer : layer_list_) {
     const auto& a = *layer->self_attn;
     const auto& m = *layer->mlp;
-    layers.push_back({weight(*layer->input_layernorm), weight(*a.q_proj), weight(*a.k_proj), weight(*a.v_proj),
-                      weight(*a.o_proj), weight(*layer->post_attention_layernorm), weight(*m.gate_proj),
-                      weight(*m.up_proj), weight(*m.down_proj)});
+    layers.push_back({weight(*layer->input_layernorm), linear(*a.q_proj), linear(*a.k_proj), linear(*a.v_proj),
+                      linear(*a.o_proj), weight(*layer->post_attention_layernorm), linear(*m.gate_proj),
+                      linear(*m.up_proj), linear(*m.down_proj)});
   }
   const auto embedding = weight(*embed_tokens_), final_norm = weight(*norm_);
   if (!plain) return {};
@@ -715,7 +733,7 @@ torch::Tensor LlamaModelImpl::decode_step(const torch::Tensor& ids, KvCache& cac
   // and with the tiny preset's weights split a step at batch 1 took about 0.085 ms of products against 0.11 (the
   // operators' one-row products, project(), split only from 2 MB, where the BLAS's own sgemv is the alternative);
   // more rows go to the BLAS, as the operators' would (splitting those between the threads was slower).
-  auto product = [&](const float* in_rows, const torch::Tensor& w, float* y) {
+  auto times = [&](const float* in_rows, const torch::Tensor& w, float* y) {
     const int64_t o = w.size(0), n = w.size(1);
     const float* wp = w.data_ptr<float>();
     if (rows >= 4) {
@@ -727,6 +745,19 @@ torch::Tensor LlamaModelImpl::decode_step(const torch::Tensor& ids, KvCache& cac
     } else {
       rows_times_weight(in_rows, rows, n, wp, o, 0, o, y);
     }
+  };
+  // A LoRA pair adds scale · (x·Aᵀ)·Bᵀ: the two small products in a buffer of their own, then the sum, rounded in
+  // the operators' order (the product, times the scale, added).
+  thread_local std::vector<float> lora;
+  auto product = [&](const float* in_rows, const Linear& l, float* y) {
+    times(in_rows, l.w, y);
+    if (!l.a.defined()) return;
+    const int64_t r = l.a.size(0), o = l.w.size(0);
+    lora.resize(static_cast<std::size_t>(rows * (r + o)));
+    times(in_rows, l.a, lora.data());
+    float* delta = lora.data() + rows * r;
+    times(lora.data(), l.b, delta);
+    for (int64_t i = 0; i < rows * o; ++i) y[i] += delta[i] * l.scale;
   };
   DecodeAttentionHead shape;
   shape.groups = groups;

@@ -187,7 +187,7 @@ class LlamaModelImpl : public torch::nn::Module {
   //! row's last-position logits [rows, 1, vocab], float32.
   torch::Tensor packed_prefill(const torch::Tensor& ids, const std::vector<int64_t>& lengths, KvCache& cache);
   //! A decoding step, `ids` [rows, 1] int64 (every row's token real) after `cache` (not empty), on the CPU in
-  //! float32 without autograd and without an enabled LoRA pair, through decode_step.h's and decode_attention.h's
+  //! float32 without autograd (LoRA pairs included, in eval mode), through decode_step.h's and decode_attention.h's
   //! kernels instead of libtorch's operators: the final hidden states [rows, 1, hidden], the cache advanced as
   //! forward() advances it. forward() and hidden_states() take this path for such a step by themselves (unless
   //! set_step_kernels(false)). Undefined, the cache untouched, when the step does not qualify.

@@ -1,7 +1,7 @@
 // The decoding step without operator calls (llama/decode_step.h's row kernels, LlamaModelImpl::decode_step()):
 // each kernel against the libtorch operators it replaces, and whole steps against the operators' step (the same
 // model with set_step_kernels(false)) over left-padded batches at the row counts that take each
-// product path, grown caches, big weights split between threads, LoRA, and bad input.
+// product path, grown caches, big weights split between threads, LoRA pairs, and bad input.
 #include <gtest/gtest.h>
 
 #include <ATen/Parallel.h>
@@ -148,7 +148,7 @@ TEST(DecodeStep, BigWeightsSplitBetweenThreadsGiveTheSameStep) {
   at::set_num_threads(before);
 }
 
-TEST(DecodeStep, LoraAutogradAndOtherDevicesKeepTheOperators) {
+TEST(DecodeStep, LoraPairsAreStepsByHandTooAndAutogradKeepsTheOperators) {
   auto model = create_model(small_config(64, 160), 13);
   auto [ids, mask] = prompts(2);
   auto next = torch::tensor(std::vector<int64_t>{4, 9}, torch::kInt64).view({2, 1});
@@ -160,19 +160,32 @@ TEST(DecodeStep, LoraAutogradAndOtherDevicesKeepTheOperators) {
   const int64_t length = cache.length();
   EXPECT_FALSE(model->decode_step(next, cache).defined());  // autograd on: not by hand, the cache untouched
   EXPECT_EQ(cache.length(), length);
-  ProjectionImpl* q = nullptr;
+  // LoRA pairs on a query and a down projection (B trained away from zero): by hand at one, three and six rows,
+  // the same numbers as the operators.
+  uint64_t seed = 1;
   for (const auto& [name, m] : model->weight_modules())
-    if (name == "model.layers.1.self_attn.q_proj") q = dynamic_cast<ProjectionImpl*>(m.get());
-  ASSERT_NE(q, nullptr);
-  q->add_lora(4, 2.0, 0.0, torch::kFloat32, 1);
-  {
-    torch::NoGradGuard no_grad;
-    q->lora_B().normal_(0, 0.5);
-    EXPECT_FALSE(model->decode_step(next, cache).defined());  // an enabled LoRA pair: the operators
-    q->set_adapter_enabled(false);
-    EXPECT_TRUE(model->decode_step(next, cache).defined());  // disabled: by hand
-    EXPECT_EQ(cache.length(), length + 1);
-  }
+    if (name.ends_with("self_attn.q_proj") || name.ends_with("mlp.down_proj")) {
+      auto* p = dynamic_cast<ProjectionImpl*>(m.get());
+      ASSERT_NE(p, nullptr);
+      p->add_lora(4, 2.0, 0.1, torch::kFloat32, seed++);
+      torch::NoGradGuard no_grad;
+      p->lora_B().normal_(0, 0.5);
+    }
+  model->eval();
+  for (int64_t rows : {1, 3, 6}) expect_steps_equal(*model, rows, 3, 0);
+  // The pairs matter: with them off the step gives other logits.
+  torch::NoGradGuard no_grad;
+  KvCache on, off;
+  model->forward(ids, mask, &on, true);
+  model->forward(ids, mask, &off, true);
+  auto with = model->logits(model->decode_step(next, on));
+  model->set_adapters_enabled(false);
+  auto without = model->logits(model->decode_step(next, off));
+  EXPECT_GT(max_diff(with, without), 1e-3);
+  // In training mode LoRA's dropout would act: the operators.
+  model->set_adapters_enabled(true);
+  model->train();
+  EXPECT_FALSE(model->decode_step(next, on).defined());
 }
 
 TEST(DecodeStep, BadInputIsAUsageError) {
