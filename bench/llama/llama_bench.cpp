@@ -23,17 +23,20 @@ namespace {
 
 constexpr int64_t kBatch = 4, kLength = 256, kPromptLength = 64, kNewTokens = 64, kBeams = 10, kBeamTokens = 32;
 
-llama::LlamaConfig small_config() {
-  llama::LlamaConfig c = llama::tiny_config(32000);
-  c.hidden_size = 256;
-  c.intermediate_size = 688;
+//! A random decoder of 4 layers with these widths (tiny_config's other settings), normal(0, 0.05) weights.
+llama::LlamaConfig decoder_config(int64_t vocab, int64_t hidden, int64_t intermediate, int64_t heads, int64_t kv_heads) {
+  llama::LlamaConfig c = llama::tiny_config(vocab);
+  c.hidden_size = hidden;
+  c.intermediate_size = intermediate;
   c.num_hidden_layers = 4;
-  c.num_attention_heads = 8;
-  c.num_key_value_heads = 4;
+  c.num_attention_heads = heads;
+  c.num_key_value_heads = kv_heads;
   c.max_position_embeddings = 1024;
   c.initializer_range = 0.05;
   return c;
 }
+
+llama::LlamaConfig small_config() { return decoder_config(32000, 256, 688, 8, 4); }
 
 llama::LlamaModel& model() {
   static llama::LlamaModel m = [] {
@@ -331,12 +334,7 @@ const int kDecodeStep = add({
     [](const Context&) { torch_init_threads(0); },
     [](const Context&, std::vector<Extra>& extras) {
       torch::NoGradGuard no_grad;
-      llama::LlamaConfig c = llama::tiny_config(2000);
-      c.hidden_size = 128;
-      c.intermediate_size = 344;
-      c.num_hidden_layers = 4;
-      c.max_position_embeddings = 1024;
-      c.initializer_range = 0.05;
+      const llama::LlamaConfig c = decoder_config(2000, 128, 344, 4, 2);  // the tiny PUMA preset's decoder
       auto m = llama::create_model(c, 2);
       m->eval();
       constexpr int64_t kSteps = 48;
