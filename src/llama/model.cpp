@@ -430,9 +430,9 @@ class AttentionImpl : public torch::nn::Module {
 
   //! A projection [rows, n, heads·head] with the rotary embedding applied → [rows, heads, n, head]. Without autograd
   //! on the CPU in float32, decode_step.h's rotation runs in place on the projection's fresh output, token by token:
-  //! the same products and sums, bit for bit, as apply_rope(), whose roll over the transposed heads cost about
-  //! 4.8 ms a layer on a batch of 32 PUMA prompts' 5,265 tokens, a fifth of the prompts' forward
-  //! (docs/performance.md, "A decoding step without operator calls").
+  //! the same products and sums, bit for bit, as apply_rope(), without its roll over the transposed heads and its
+  //! three further passes (the prompts' forward of 32 PUMA prompts 1.05x in pairs; docs/performance.md, "A decoding
+  //! step without operator calls").
   torch::Tensor rotated(const torch::Tensor& projected, int64_t rows, int64_t n, int64_t heads,
                         const torch::Tensor& cos, const torch::Tensor& sin) const {
     const bool by_hand = projected.device().is_cpu() && projected.scalar_type() == torch::kFloat32 &&
