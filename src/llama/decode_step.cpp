@@ -34,41 +34,8 @@ using lanes::load;
   return sum;
 }
 
-//! Four weight rows against one input row: the input's lanes loaded once for the four, four chains of adds in
-//! flight.
-[[gnu::always_inline]] inline void dot4(const float* __restrict x, const float* __restrict w, int64_t in,
-                                        float* __restrict y) {
-  const float *w0 = w, *w1 = w + in, *w2 = w + 2 * in, *w3 = w + 3 * in;
-  Lanes a0 = {}, a1 = {}, a2 = {}, a3 = {};
-  int64_t i = 0;
-  for (; i + 8 <= in; i += 8) {
-    const Lanes v = load(x + i);
-    a0 += v * load(w0 + i);
-    a1 += v * load(w1 + i);
-    a2 += v * load(w2 + i);
-    a3 += v * load(w3 + i);
-  }
-  float s0 = lane_sum(a0), s1 = lane_sum(a1), s2 = lane_sum(a2), s3 = lane_sum(a3);
-  for (; i < in; ++i) {
-    s0 += x[i] * w0[i];
-    s1 += x[i] * w1[i];
-    s2 += x[i] * w2[i];
-    s3 += x[i] * w3[i];
-  }
-  y[0] = s0;
-  y[1] = s1;
-  y[2] = s2;
-  y[3] = s3;
-}
-
 PWAB_MULTIVERSION void product_range(const float* __restrict x, int64_t rows, int64_t in, const float* __restrict w,
                                      int64_t out, int64_t first, int64_t last, float* __restrict y) {
-  float four[4];
-  for (; first + 4 <= last; first += 4)
-    for (int64_t r = 0; r < rows; ++r) {
-      dot4(x + r * in, w + first * in, in, four);
-      std::copy(four, four + 4, y + r * out + first);
-    }
   for (int64_t o = first; o < last; ++o) {
     const float* row = w + o * in;
     for (int64_t r = 0; r < rows; ++r) y[r * out + o] = dot(x + r * in, row, in);
