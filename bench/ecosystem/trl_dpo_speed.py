@@ -10,7 +10,9 @@ One run does both sides on the mini synthetic dataset:
   TRL    DPOTrainer from the same SFT model on the very pairs pwab trained on (its dpo/score/pairs.jsonl), with the
          same loss, beta, optimiser, schedule, clip, batch and epoch, fp32, twice: with TRL's default (the
          reference model's forward at every step) and with precompute_ref_log_probs (one pass before the loop, as
-         pwab). The figure is trainer.train(), which holds that pass.
+         pwab). The figure is trainer.train() plus, with precompute_ref_log_probs, that pass: TRL 1.x runs it in
+         DPOTrainer's constructor (_precompute_ref_logps), outside train(), so it is timed there and added, as
+         pwab's reference pass is added to its loop. Both parts are printed.
 
 Before timing it checks that both train the same thing: the SFT model's log-probability of the first pairs'
 chosen and rejected answers (pwab's cached reference against transformers' forward), the trainable parameter
@@ -53,6 +55,19 @@ def trl_dpo(sft_model, tokenizer, pairs, work, precompute):
     from transformers import AutoModelForCausalLM
     from trl import DPOConfig, DPOTrainer
 
+    class TimedDPOTrainer(DPOTrainer):
+        """Times the reference pass wherever TRL runs it; only the time spent before train() is added below."""
+        reference_seconds = 0.0
+
+        def _precompute_ref_logps(self, *args, **kwargs):
+            start = time.perf_counter()
+            try:
+                return super()._precompute_ref_logps(*args, **kwargs)
+            finally:
+                type(self).reference_seconds += time.perf_counter() - start
+
+    if precompute and not hasattr(DPOTrainer, "_precompute_ref_logps"):
+        sys.exit("this TRL has no DPOTrainer._precompute_ref_logps: its reference pass cannot be timed apart")
     torch.manual_seed(1)
     model = AutoModelForCausalLM.from_pretrained(sft_model, dtype=torch.float32)
     warmup_steps = int(WARMUP * ((len(pairs) + BATCH - 1) // BATCH))
@@ -63,18 +78,21 @@ def trl_dpo(sft_model, tokenizer, pairs, work, precompute):
                      logging_steps=1, save_strategy="no", report_to=[], use_cpu=True, seed=1,
                      dataloader_num_workers=0, disable_tqdm=True, bf16=False, fp16=False,
                      activation_checkpointing=False)
-    trainer = DPOTrainer(model=model, args=args, processing_class=tokenizer,
-                         train_dataset=Dataset.from_list([{k: p[k] for k in ("prompt", "chosen", "rejected")}
-                                                          for p in pairs]))
+    trainer = TimedDPOTrainer(model=model, args=args, processing_class=tokenizer,
+                              train_dataset=Dataset.from_list([{k: p[k] for k in ("prompt", "chosen", "rejected")}
+                                                               for p in pairs]))
     trainable = sum(p.numel() for p in trainer.model.parameters() if p.requires_grad)
+    before_train = TimedDPOTrainer.reference_seconds
     start = time.perf_counter()
     result = trainer.train()
-    seconds = time.perf_counter() - start
+    loop_seconds = time.perf_counter() - start
+    seconds = loop_seconds + before_train
     logged = [e for e in trainer.state.log_history if "loss" in e]
     accuracy = [e["rewards/accuracies"] for e in logged if "rewards/accuracies" in e]
     return {"precompute_ref_log_probs": precompute, "bf16": args.bf16,
             "activation_checkpointing": args.activation_checkpointing, "trainable": trainable,
-            "steps": result.global_step, "seconds": seconds, "steps_per_s": result.global_step / seconds,
+            "steps": result.global_step, "reference_seconds": before_train, "loop_seconds": loop_seconds,
+            "seconds": seconds, "steps_per_s": result.global_step / seconds,
             "first_loss": logged[0]["loss"], "mean_loss": sum(e["loss"] for e in logged) / len(logged),
             "mean_accuracy": sum(accuracy) / len(accuracy) if accuracy else None}
 

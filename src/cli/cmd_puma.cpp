@@ -36,7 +36,7 @@ struct PumaArgs {
   std::optional<int> sample_top_k, rl_iterations, rl_tasks, rl_group, rl_top_k, rl_max_new_tokens, rl_inner_epochs, rl_minibatches,
       rl_eval_every, rl_eval_tasks, rl_max_steps, rl_lora_r;
   std::optional<double> rl_lr, rl_kl, rl_clip, rl_clip_high, rl_temperature, rl_warmup;
-  std::optional<bool> rl_lora, rl_skip_tied, rl_function;
+  std::optional<bool> rl_lora, rl_skip_tied, rl_function, rl_distinct_reviews;
   bool rl_save_rollouts = false;
   double dist_timeout_s = 300;
   int train_limit = 0, test_limit = 0, top_k = 10;
@@ -120,6 +120,7 @@ void apply_rl_flags(const PumaArgs& a, puma::PipelineOptions& o) {
   if (a.rl_lora) r.train.lora = *a.rl_lora;
   if (a.rl_skip_tied) r.skip_tied_groups = *a.rl_skip_tied;
   if (a.rl_function) o.rl_function = *a.rl_function;
+  if (a.rl_distinct_reviews) o.rl_distinct_reviews = *a.rl_distinct_reviews;
   r.save_rollouts = a.rl_save_rollouts;
 }
 
@@ -423,6 +424,9 @@ void add_puma_options(CLI::App& cmd, PumaArgs& a) {
                                                    "update (default true)");
   cmd.add_option("--rl-function", a.rl_function, "Single-turn RL also samples the function prompt, rewarded by "
                                                  "function accuracy and held by the KL term (default true)");
+  cmd.add_option("--rl-distinct-reviews", a.rl_distinct_reviews,
+                 "Single-turn RL scores a review by its similarity times its share of distinct word 3-grams, so that "
+                 "repeating a sentence does not pay (default false; evaluations keep the benchmark's score)");
   cmd.add_option("--rl-track", a.rl_track, "RL episodes: single (parameter prompts, default) or multi (the puma "
                                            "agent against the scripted user)");
   cmd.add_option("--rl-types", a.rl_types, "RL task types, e.g. search,review (default: all three)");

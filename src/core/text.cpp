@@ -1,6 +1,8 @@
 #include "core/text.h"
 
 #include <bit>
+#include <set>
+#include <stdexcept>
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #endif
@@ -110,6 +112,29 @@ std::string join(const std::vector<std::string>& parts, std::string_view sep) {
     out += parts[i];
   }
   return out;
+}
+
+double distinct_ngram_share(std::string_view text, int n) {
+  if (n < 1) throw std::invalid_argument("distinct_ngram_share: n must be at least 1");
+  std::vector<std::string> words;
+  std::string word;
+  for (unsigned char c : text) {
+    const bool letter_or_digit = (c >= '0' && c <= '9') || ((c | 0x20) >= 'a' && (c | 0x20) <= 'z');
+    if (letter_or_digit) {
+      word += static_cast<char>(c >= 'A' && c <= 'Z' ? c | 0x20 : c);
+    } else if (!word.empty()) {
+      words.push_back(std::move(word));
+      word.clear();
+    }
+  }
+  if (!word.empty()) words.push_back(std::move(word));
+  const std::size_t k = static_cast<std::size_t>(n);
+  if (words.size() < k) return 1.0;
+  std::set<std::vector<std::string>> seen;
+  const std::size_t total = words.size() - k + 1;
+  for (std::size_t i = 0; i < total; ++i) seen.emplace(words.begin() + static_cast<std::ptrdiff_t>(i),
+                                                       words.begin() + static_cast<std::ptrdiff_t>(i + k));
+  return static_cast<double>(seen.size()) / static_cast<double>(total);
 }
 
 }  // namespace pwab

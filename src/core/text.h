@@ -23,5 +23,9 @@ std::string_view trim(std::string_view s);
 void for_each_nonblank_line(std::string_view text, const std::function<void(std::string_view, std::size_t)>& fn);
 //! Joins with a separator.
 std::string join(const std::vector<std::string>& parts, std::string_view sep);
+//! The share of the text's word n-grams that are distinct (words: runs of ASCII letters and digits, lower-cased;
+//! other bytes separate them). 1 when the text has fewer than n words; a text that says one thing over and over
+//! tends to 0. RL's review shaping (docs/puma.md, "Reviews that repeat themselves") multiplies the reward by it.
+double distinct_ngram_share(std::string_view text, int n);
 
 }  // namespace pwab

@@ -109,6 +109,10 @@ struct PipelineOptions {
   //! Single-turn RL also samples each task's function prompt, rewarded by function accuracy and held to the SFT
   //! model by the KL term, so that training the parameters does not move the functions.
   bool rl_function = true;
+  //! Single-turn RL scores a review by its similarity times its share of distinct word 3-grams
+  //! (single_turn_rl_tasks): without it RL learnt reviews that say the same sentence again and again
+  //! (docs/puma.md, "Reviews that repeat themselves"). Evaluations keep the benchmark's score.
+  bool rl_distinct_reviews = false;
   //! The SASRec checkpoint behind the rewards the model trains on (the score step's train pairs, RL's train
   //! rollouts), when it is not the environment's: one trained with `pwab rec train --hold-out-train`, for which the
   //! train tasks' targets are unseen as the test tasks' are (docs/recommender.md, "A recommender for training

@@ -143,6 +143,9 @@ void PipelineOptions::validate() const {
   at_least(rl_eval_tasks, 0, "--rl-eval-tasks");
   at_least(rl_max_steps, 1, "--rl-max-steps");
   validate_rl_options(rl);
+  if (rl_distinct_reviews && rl_track != data::Track::kSingleTurn)
+    throw UsageError("--rl-distinct-reviews shapes single-turn RL's review reward; --rl-track multi scores whole "
+                     "episodes");
   if (base_model.empty()) {  // the shape of a model trained from scratch
     at_least(tiny_vocab_size, 300, "--vocab");
     at_least(shape.hidden, 8, "--hidden");

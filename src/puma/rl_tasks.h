@@ -24,10 +24,12 @@ namespace pwab::puma {
 
 //! One single-turn episode per example (its prompt; its task by key in `ds`). With `with_function` the episode
 //! first samples the function prompt, a turn rewarded by function accuracy alone (RlEpisode::turn_reward), which
-//! keeps the function where SFT left it while the parameters train. The environment and dataset must outlive the
-//! tasks.
+//! keeps the function where SFT left it while the parameters train. With `distinct_reviews` a review's reward is
+//! its similarity times its share of distinct word 3-grams (core/text.h), so that saying one thing again is not a
+//! way to a higher reward (docs/puma.md, "Reviews that repeat themselves"); the benchmark's own score is unchanged.
+//! The environment and dataset must outlive the tasks.
 RlTasks single_turn_rl_tasks(const env::Environment& env, const std::vector<Example>& examples,
-                             bool with_function = false);
+                             bool with_function = false, bool distinct_reviews = false);
 
 //! What multi-turn episodes need besides the tasks; every pointer must outlive the tasks.
 struct MultiTurnWorld {

@@ -27,6 +27,7 @@ json rl_json(const PipelineRun& run) {
           {"track", data::to_string(o.rl_track)}, {"types", types},
           {"eval_tasks", o.rl_eval_tasks}, {"max_steps", o.rl_max_steps}, {"function", o.rl_function},
           {"train", train_json(r.train)}};
+  if (o.rl_distinct_reviews) j["distinct_reviews"] = true;  // absent when off: earlier runs' steps stay reusable
   j.update(run.reward_settings());
   return j;
 }
@@ -72,7 +73,7 @@ RlSetup rl_setup(const PipelineRun& run) {
   if (o.rl_track == data::Track::kSingleTurn) {
     s.train = single_turn_rl_tasks(
         run.reward_env(), of_types(second_stage_examples(run, read_examples(run.data_dir / "param_train.jsonl")), o.rl_types),
-        o.rl_function);
+        o.rl_function, o.rl_distinct_reviews);
     s.eval = single_turn_rl_tasks(
         *run.ctx.env, spread_subset(of_types(read_examples(run.data_dir / "param_test.jsonl"), o.rl_types), o.rl_eval_tasks));
     if (o.rl_eval_tasks == 0) s.eval = RlTasks{};

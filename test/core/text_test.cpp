@@ -21,4 +21,19 @@ TEST(Text, SplitTrimJoin) {
   EXPECT_EQ(ascii_lower("AbC É"), "abc É");
 }
 
+TEST(Text, DistinctNgramShareFallsAsATextRepeatsItself) {
+  EXPECT_DOUBLE_EQ(distinct_ngram_share("", 3), 1.0);
+  EXPECT_DOUBLE_EQ(distinct_ngram_share("too short", 3), 1.0);
+  EXPECT_DOUBLE_EQ(distinct_ngram_share("The quality is great, and the price is fair.", 3), 1.0);
+  // a b c | b c a | c a b | a b c: three of four 3-grams distinct; case and punctuation do not make words differ
+  EXPECT_DOUBLE_EQ(distinct_ngram_share("A b, c. a B c!", 3), 0.75);
+  // a sentence of 4 words said k times: 4 distinct 3-grams among 4k − 2, so 4 of 18 for k = 5
+  const std::string once = "The quality is great! ";
+  std::string five;
+  for (int i = 0; i < 5; ++i) five += once;
+  EXPECT_DOUBLE_EQ(distinct_ngram_share(five, 3), 4.0 / 18.0);
+  EXPECT_DOUBLE_EQ(distinct_ngram_share("x x x x", 1), 0.25);
+  EXPECT_THROW(distinct_ngram_share("a b c", 0), std::invalid_argument);
+}
+
 }  // namespace pwab

@@ -117,6 +117,15 @@ TEST(PumaPipeline, StepsInOrderAndUsageErrors) {
   PipelineOptions unopened = tiny_options(dir.path());
   unopened.reward_checkpoint = dir / "held-out.pwab";
   EXPECT_THROW(run_pipeline(w.context(), unopened, "prepare"), UsageError);
+  PipelineOptions multi_distinct = tiny_options(dir.path());
+  multi_distinct.rl_track = data::Track::kMultiTurn;
+  multi_distinct.rl_distinct_reviews = true;  // a single-turn review reward's shaping, on whole episodes
+  try {
+    run_pipeline(w.context(), multi_distinct, "prepare");
+    ADD_FAILURE() << "review shaping on multi-turn episodes ran";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("--rl-distinct-reviews"), std::string::npos) << e.what();
+  }
   PipelineContext unnamed = w.context();
   unnamed.reward_env = &w.env;
   EXPECT_THROW(run_pipeline(unnamed, tiny_options(dir.path()), "prepare"), UsageError);

@@ -20,7 +20,9 @@
 #include "llama/distributed.h"
 #include "llama/rl_loss.h"
 #include "env/tools.h"
+#include "core/text.h"
 #include "puma/rl_tasks.h"
+#include "puma/scoring.h"
 #include "puma/search_vocabulary.h"
 #include "support/test_support.h"
 
@@ -405,6 +407,44 @@ TEST(PumaRl, SingleTurnEpisodesSampleTheFunctionAsATurnOfItsOwnReward) {
   EXPECT_EQ(episodes, examples.size() * 3);
   auto point = curve(dir / "st" / "curve.jsonl", "train").at(0);
   EXPECT_GE(point["trained_tokens"].get<int64_t>(), function_tokens);
+}
+
+// With distinct_reviews a review's reward is the benchmark's similarity times its distinct 3-gram share; other
+// types, and reviews without the option, keep the benchmark's score.
+TEST(PumaRl, DistinctReviewsScaleAReviewsRewardByItsDistinctTrigrams) {
+  TinyWorld tiny;
+  std::vector<Example> examples = test_examples(tiny.ds);
+  const std::string once = "Great kettle, it boils fast and looks good on the counter. ";
+  std::string thrice = once + once + once;
+  auto reward = [&](bool distinct, std::size_t i, const std::string& parameter) {
+    RlTasks tasks = single_turn_rl_tasks(tiny.env, examples, /*with_function=*/false, distinct);
+    auto episode = tasks.episode(i, 7);
+    EXPECT_TRUE(episode->next_prompt().has_value());
+    episode->take(parameter);
+    EXPECT_FALSE(episode->next_prompt().has_value());
+    return episode->reward();
+  };
+  int reviews = 0, others = 0;
+  for (std::size_t i = 0; i < examples.size(); ++i) {
+    const data::Task& task = task_of_key(tiny.ds, examples[i].task);
+    for (const std::string& text : {once, thrice}) {
+      const double plain = reward(false, i, text);
+      EXPECT_DOUBLE_EQ(plain, score_parameter(tiny.env, task, examples[i].type, text));
+      if (examples[i].type == data::TaskType::kReview) {
+        ++reviews;
+        EXPECT_GT(plain, 0.0);
+        EXPECT_DOUBLE_EQ(reward(true, i, text), plain * distinct_ngram_share(text, 3));
+      } else {
+        ++others;
+        EXPECT_DOUBLE_EQ(reward(true, i, text), plain);
+      }
+    }
+    if (examples[i].type == data::TaskType::kReview) {
+      EXPECT_LT(reward(true, i, thrice), reward(true, i, once));
+    }
+  }
+  EXPECT_GT(reviews, 0);
+  EXPECT_GT(others, 0);
 }
 
 TEST(PumaRl, CopySearchSamplesSearchQueriesFromThePromptsWordsOnly) {
