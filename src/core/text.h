@@ -25,7 +25,7 @@ void for_each_nonblank_line(std::string_view text, const std::function<void(std:
 std::string join(const std::vector<std::string>& parts, std::string_view sep);
 //! The share of the text's word n-grams that are distinct (words: runs of ASCII letters and digits, lower-cased;
 //! other bytes separate them). 1 when the text has fewer than n words; a text that says one thing over and over
-//! tends to 0. RL's review shaping (docs/puma.md, "Reviews that repeat themselves") multiplies the reward by it.
+//! tends to 0.
 double distinct_ngram_share(std::string_view text, int n);
 
 }  // namespace pwab
