@@ -324,6 +324,21 @@ struct TokenLayout {
   torch::Tensor unpad(const torch::Tensor& t) const {
     return t.reshape({rows * n, t.size(-1)}).index_select(0, where).unsqueeze(0);
   }
+
+  //! Generation's prefill reads the logits of each row's last token only, so the last layer computes its queries,
+  //! attention output and MLP for those tokens alone; its keys and values still cover every token, for the cache.
+  //! run_layers() sets this for the last layer; packed rows or a plain batch (not an unpadded one).
+  bool last_only = false;
+  //! The last token of each row: t [1, Σ segments, ...] (packed) or [rows, n, ...] along `dim` → that dimension
+  //! narrowed to the segments' last tokens, or to position n − 1 (a left-padded or unpadded plain batch, whose last
+  //! position is real in every row).
+  torch::Tensor last_tokens(const torch::Tensor& t, int64_t dim) const {
+    if (!segments) return t.narrow(dim, t.size(dim) - 1, 1);
+    std::vector<int64_t> ends;
+    int64_t end = 0;
+    for (int64_t length : *segments) ends.push_back((end += length) - 1);
+    return t.index_select(dim, torch::tensor(ends, torch::kInt64).to(t.device()));
+  }
 };
 
 //! Grouped-query self-attention: query head h reads key/value head h / (heads / kv_heads).
@@ -351,10 +366,11 @@ class AttentionImpl : public torch::nn::Module {
     // An unpadded batch's projections [1, tokens, width] go to their places in the [rows, new] layout (zeros at
     // the padding, which no real token attends to) for the rotation, the cache and the attention.
     auto padded = [&](const torch::Tensor& t) { return unpadded ? layout->pad(t) : t; };
-    auto q = rotated(padded(q_proj->forward(x)), rows, n, heads_, cos, sin);
     auto k = rotated(padded(k_proj->forward(x)), rows, n, kv_heads_, cos, sin);
     auto v = padded(v_proj->forward(x)).view({rows, n, kv_heads_, head_}).transpose(1, 2);
     if (cache && !segments) std::tie(k, v) = cache->append(layer, k, v);
+    if (layout && layout->last_only) return last_tokens_attention(x, cos, sin, k, v, blocked, cache, layer, *layout);
+    auto q = rotated(padded(q_proj->forward(x)), rows, n, heads_, cos, sin);
     torch::Tensor out;  // [rows, heads, n, head]
     if (segments) {
       // Packed rows: the projections above ran on the real tokens only; attention runs row by row, each a causal
@@ -378,6 +394,36 @@ class AttentionImpl : public torch::nn::Module {
   Projection q_proj{nullptr}, k_proj{nullptr}, v_proj{nullptr}, o_proj{nullptr};
 
  private:
+  //! forward() for TokenLayout::last_only: k and v [rows, kv_heads, total, head] of every token (rotated, in the
+  //! cache), the queries of each row's last token only → the output at those tokens, [1, segments, hidden] packed or
+  //! [rows, 1, hidden]. A last token sees every key of its row that the full forward's last query sees: its whole
+  //! segment, or the row's unblocked keys.
+  torch::Tensor last_tokens_attention(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
+                                      const torch::Tensor& k, const torch::Tensor& v, const torch::Tensor& blocked,
+                                      KvCache* cache, std::size_t layer, const TokenLayout& layout) {
+    if (layout.where.defined()) throw UsageError("LLaMA forward: the last tokens alone of an unpadded batch");
+    const auto* segments = layout.segments;
+    const int64_t rows = segments ? 1 : x.size(0), n = segments ? static_cast<int64_t>(segments->size()) : 1;
+    auto q = rotated(q_proj->forward(layout.last_tokens(x, 1)), rows, n, heads_, layout.last_tokens(cos, 2),
+                     layout.last_tokens(sin, 2));  // [rows, heads, n, head]
+    torch::Tensor out;
+    if (segments) {
+      std::vector<torch::Tensor> parts;
+      int64_t offset = 0, s = 0;
+      for (int64_t length : *segments) {
+        // Nothing blocked: one query at the end of its segment, so a decoding step's attention over the segment.
+        auto open = torch::zeros({1, 1, 1, 1, length}, torch::TensorOptions().dtype(torch::kFloat32).device(q.device()));
+        parts.push_back(attend(q.narrow(2, s++, 1), k.narrow(2, offset, length), v.narrow(2, offset, length), open));
+        offset += length;
+      }
+      out = parts.size() == 1 ? parts[0] : torch::cat(parts, 2);
+      if (cache) cache->write_packed(layer, k, v, *segments);
+    } else {
+      out = attend(q, k, v, blocked.narrow(3, blocked.size(3) - 1, 1));
+    }
+    return o_proj->forward(out.transpose(1, 2).reshape({rows, n, heads_ * head_}));
+  }
+
   //! q [rows, heads, n, head] against k, v [rows, kv_heads, total, head] → [rows, heads, n, head]. blocked as
   //! forward()'s, or undefined for a causal block (n = total).
   torch::Tensor attend(torch::Tensor q, const torch::Tensor& k, const torch::Tensor& v, torch::Tensor blocked) {
@@ -499,7 +545,8 @@ class DecoderLayerImpl : public torch::nn::Module {
   }
   torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
                         const torch::Tensor& blocked, KvCache* cache, std::size_t layer, const TokenLayout* layout) {
-    auto h = x + self_attn->forward(input_layernorm->forward(x), cos, sin, blocked, cache, layer, layout);
+    auto residual = layout && layout->last_only ? layout->last_tokens(x, 1) : x;
+    auto h = residual + self_attn->forward(input_layernorm->forward(x), cos, sin, blocked, cache, layer, layout);
     return h + mlp->forward(post_attention_layernorm->forward(h));
   }
   Attention self_attn{nullptr};
@@ -572,7 +619,7 @@ torch::Tensor LlamaModelImpl::hidden_states(const torch::Tensor& input_ids, cons
 }
 
 torch::Tensor LlamaModelImpl::batch_hidden_states(const torch::Tensor& input_ids, const torch::Tensor& attention_mask,
-                                                  KvCache* cache, bool skip_padding) {
+                                                  KvCache* cache, bool skip_padding, bool last_only) {
   if (input_ids.dim() != 2 || input_ids.size(1) == 0)
     throw UsageError("LLaMA forward: input_ids must be [rows, tokens] with at least one token, got " +
                      shape_string(input_ids.sizes()));
@@ -590,6 +637,7 @@ torch::Tensor LlamaModelImpl::batch_hidden_states(const torch::Tensor& input_ids
                      std::to_string(rows));
   if (step_kernels_ && cached && n == 1 && !skip_padding && (!attention_mask.defined() || mask.all().item<bool>()))
     if (auto x = decode_step(ids, *cache); x.defined()) return x;
+  if (last_only && skip_padding) throw UsageError("LLaMA forward: the last tokens alone of an unpadded batch");
   {
     // Out-of-range ids would index outside the embedding table.
     auto lo = ids.min().item<int64_t>(), hi = ids.max().item<int64_t>();
@@ -616,7 +664,7 @@ torch::Tensor LlamaModelImpl::batch_hidden_states(const torch::Tensor& input_ids
     x = layout.pad(run_layers(ids.view({-1}).index_select(0, layout.where).unsqueeze(0), positions, blocked, cache,
                               &layout));
   } else {
-    x = run_layers(ids, positions, blocked, cache);
+    x = run_layers(ids, positions, blocked, cache, nullptr, last_only && n > 1);
   }
   if (cache) cache->commit(mask);
   return x;
@@ -809,12 +857,16 @@ torch::Tensor LlamaModelImpl::decode_step(const torch::Tensor& ids, KvCache& cac
 }
 
 torch::Tensor LlamaModelImpl::run_layers(const torch::Tensor& ids, const torch::Tensor& positions,
-                                         const torch::Tensor& blocked, KvCache* cache, const TokenLayout* layout) {
+                                         const torch::Tensor& blocked, KvCache* cache, const TokenLayout* layout,
+                                         bool last_only) {
   auto cos_sin = rotary_cos_sin(positions);
   auto cos = cos_sin[0], sin = cos_sin[1];
   auto x = embed_tokens_->forward(ids);
+  TokenLayout last_layer = layout ? *layout : TokenLayout{};
+  last_layer.last_only = true;
   for (std::size_t i = 0; i < layer_list_.size(); ++i)
-    x = layer_list_[i]->forward(x, cos, sin, blocked, cache, i, layout);
+    x = layer_list_[i]->forward(x, cos, sin, blocked, cache, i,
+                                last_only && i + 1 == layer_list_.size() ? &last_layer : layout);
   return norm_->forward(x);
 }
 
@@ -825,25 +877,20 @@ torch::Tensor LlamaModelImpl::packed_hidden_states(const torch::Tensor& ids, con
 torch::Tensor LlamaModelImpl::packed_prefill(const torch::Tensor& ids, const std::vector<int64_t>& lengths,
                                              KvCache& cache) {
   if (cache.length() != 0) throw UsageError("LLaMA packed prefill: the KV cache must be empty");
-  auto x = run_packed(ids, lengths, &cache);
+  auto x = run_packed(ids, lengths, &cache, /*last_only=*/true);  // [1, rows, hidden]: each row's last token
   const auto rows = static_cast<int64_t>(lengths.size());
   const int64_t longest = *std::max_element(lengths.begin(), lengths.end());
-  std::vector<int64_t> last;
   auto mask = torch::zeros({rows, longest}, torch::kBool);
-  int64_t end = 0;
   for (int64_t r = 0; r < rows; ++r) {
     const int64_t n = lengths[static_cast<std::size_t>(r)];
-    end += n;
-    last.push_back(end - 1);
     mask[r].narrow(0, longest - n, n).fill_(true);
   }
   cache.commit(mask.to(device()));
-  auto h = x[0].index_select(0, torch::tensor(last, torch::kInt64).to(device()));  // [rows, hidden]
-  return logits(h.unsqueeze(1));
+  return logits(x[0].unsqueeze(1));
 }
 
 torch::Tensor LlamaModelImpl::run_packed(const torch::Tensor& ids, const std::vector<int64_t>& lengths,
-                                         KvCache* cache) {
+                                         KvCache* cache, bool last_only) {
   int64_t total = 0;
   for (int64_t l : lengths) {
     if (l < 1) throw UsageError("LLaMA packed forward: every row needs a token");
@@ -867,7 +914,7 @@ torch::Tensor LlamaModelImpl::run_packed(const torch::Tensor& ids, const std::ve
   auto pos = torch::tensor(positions, torch::kInt64).to(dev).view({1, total});
   TokenLayout layout;
   layout.segments = &lengths;
-  return run_layers(on_device, pos, torch::Tensor(), cache, &layout);
+  return run_layers(on_device, pos, torch::Tensor(), cache, &layout, last_only);
 }
 
 std::pair<torch::Tensor, torch::Tensor> LlamaModelImpl::prefix_hidden_states(const torch::Tensor& prompt_ids,
@@ -925,8 +972,8 @@ torch::Tensor LlamaModelImpl::logits(const torch::Tensor& hidden) {
 
 torch::Tensor LlamaModelImpl::forward(const torch::Tensor& input_ids, const torch::Tensor& attention_mask,
                                       KvCache* cache, bool last_only) {
-  auto h = hidden_states(input_ids, attention_mask, cache);
-  if (last_only) h = h.narrow(1, h.size(1) - 1, 1);
+  auto h = batch_hidden_states(input_ids, attention_mask, cache, /*skip_padding=*/false, last_only);
+  if (last_only) h = h.narrow(1, h.size(1) - 1, 1);  // a no-op unless the forward had nothing to skip
   return logits(h);
 }
 

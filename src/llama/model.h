@@ -218,17 +218,23 @@ class LlamaModelImpl : public torch::nn::Module {
   torch::Tensor rotary_cos_sin(const torch::Tensor& positions) const;
   //! hidden_states(); with `skip_padding`, the padding positions' norms, projections and MLP are not computed and
   //! their hidden states are zero (prefix_hidden_states()'s completions, which nothing reads at their padding).
+  //! With `last_only`, the hidden states of the last position alone, [rows, 1, hidden] (forward()'s; not with
+  //! `skip_padding`).
   torch::Tensor batch_hidden_states(const torch::Tensor& input_ids, const torch::Tensor& attention_mask,
-                                    KvCache* cache, bool skip_padding);
+                                    KvCache* cache, bool skip_padding, bool last_only = false);
   //! prefix_hidden_states()'s prompts packed end to end into `cache` when they differ in length and are left-padded
   //! (returned in the left-padded layout, padding zero); undefined when the batch does not qualify.
   torch::Tensor packed_prompts(const torch::Tensor& prompt_ids, const torch::Tensor& prompt_mask, KvCache& cache);
   //! packed_hidden_states(), its keys and values also written into `cache` when given (packed_prefill()).
-  torch::Tensor run_packed(const torch::Tensor& ids, const std::vector<int64_t>& lengths, KvCache* cache);
+  //! With `last_only`, each row's last token alone: [1, rows, hidden] (TokenLayout::last_only).
+  torch::Tensor run_packed(const torch::Tensor& ids, const std::vector<int64_t>& lengths, KvCache* cache,
+                           bool last_only = false);
   //! Embedding → decoder layers → final norm, for ids at `positions` with the additive mask `blocked`; `layout`
   //! (model.cpp) for packed rows (each attending causally within itself, no `blocked`) or an unpadded batch.
+  //! `last_only`: the last layer computes each row's last token alone (TokenLayout::last_only), the keys and values
+  //! of every token still in the cache; the result is then [1, rows, hidden] (packed) or [rows, 1, hidden].
   torch::Tensor run_layers(const torch::Tensor& ids, const torch::Tensor& positions, const torch::Tensor& blocked,
-                           KvCache* cache, const TokenLayout* layout = nullptr);
+                           KvCache* cache, const TokenLayout* layout = nullptr, bool last_only = false);
   LlamaConfig config_;
   bool step_kernels_ = true;
   torch::Tensor inv_freq_;  // [head/2] float32, on the model's device

@@ -201,6 +201,45 @@ TEST(LlamaModel, PackedPrefillLeavesTheLeftPaddedBatchsCache) {
                UsageError);  // only into an empty cache
 }
 
+TEST(LlamaModel, LastTokensAloneGiveTheFullForwardsLastLogitsAndTheSameCache) {
+  // Generation's prefill (forward with last_only, packed_prefill) runs the last layer for each row's last token
+  // alone: the logits are the reference's at that token, and the cache holds every token's keys and values, as the
+  // full forward's does.
+  auto model = load_fixture();
+  torch::NoGradGuard no_grad;
+  std::vector<std::vector<int32_t>> prompts{sequence(0), sequence(1), sequence(2), sequence(3)};
+  auto [ids, mask] = padded(prompts, true);
+  KvCache last_cache(ids.size(1) + 2), full_cache(ids.size(1) + 2);
+  auto last = model->forward(ids, mask, &last_cache, true);
+  auto full = model->forward(ids, mask, &full_cache);
+  ASSERT_EQ(last.sizes(), (std::vector<int64_t>{4, 1, 64}));
+  std::vector<int64_t> flat, lengths;
+  for (std::size_t r = 0; r < prompts.size(); ++r) {
+    const int64_t n = int64_t(prompts[r].size());
+    EXPECT_LT(ref_diff(last[r], expected_logits("logits", r).narrow(0, n - 1, 1)), kTol) << "row " << r;
+    EXPECT_LT(max_diff(last[r][0], full[r][ids.size(1) - 1]), 1e-5) << "row " << r;
+    flat.insert(flat.end(), prompts[r].begin(), prompts[r].end());
+    lengths.push_back(n);
+  }
+  KvCache packed_cache(ids.size(1) + 2);
+  auto packed = model->packed_prefill(torch::tensor(flat, torch::kInt64).view({1, -1}), lengths, packed_cache);
+  EXPECT_LT(max_diff(packed, last), 1e-5);
+  // The real tokens' keys and values (the padding's slots differ: a packed prefill leaves them zero).
+  const int64_t seen = full_cache.length();
+  auto real = full_cache.mask().view({4, 1, seen, 1}).to(torch::kFloat32);
+  for (std::size_t layer = 0; layer < std::size_t(model->config().num_hidden_layers); ++layer) {
+    auto [k, v] = full_cache.step_buffers(layer);
+    for (KvCache* c : {&last_cache, &packed_cache}) {
+      auto [k2, v2] = c->step_buffers(layer);
+      EXPECT_LT(max_diff(k2.narrow(2, 0, seen) * real, k.narrow(2, 0, seen) * real), 1e-5) << "layer " << layer;
+      EXPECT_LT(max_diff(v2.narrow(2, 0, seen) * real, v.narrow(2, 0, seen) * real), 1e-5) << "layer " << layer;
+    }
+  }
+  // One prompt (the batch-1 path, no padding) and a cacheless forward take the same road.
+  auto one = torch::tensor(std::vector<int64_t>(prompts[2].begin(), prompts[2].end()), torch::kInt64).view({1, -1});
+  EXPECT_LT(max_diff(model->forward(one, {}, nullptr, true)[0][0], last[2][0]), 1e-5);
+}
+
 TEST(LlamaModel, OneRowProjectionSplitBetweenThreadsIsTheLinearMap) {
   // One input row (decoding one sequence) splits the weight's rows between the threads; the numbers are torch's,
   // with threads or without, and a projection that autograd must see keeps its graph.
