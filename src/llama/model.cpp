@@ -330,8 +330,8 @@ struct TokenLayout {
   //! run_layers() sets this for the last layer; packed rows or a plain batch (not an unpadded one).
   bool last_only = false;
   //! The last token of each row: t [1, Σ segments, ...] (packed) or [rows, n, ...] along `dim` → that dimension
-  //! narrowed to the segments' last tokens, or to position n − 1 (a left-padded or unpadded plain batch, whose last
-  //! position is real in every row).
+  //! narrowed to the segments' last tokens, or to position n − 1 (a plain batch, left-padded or without padding, whose
+  //! last position is real in every row).
   torch::Tensor last_tokens(const torch::Tensor& t, int64_t dim) const {
     if (!segments) return t.narrow(dim, t.size(dim) - 1, 1);
     std::vector<int64_t> ends;
