@@ -64,3 +64,26 @@ target_link_libraries(pwab_sentencepiece INTERFACE sentencepiece_train-static se
 if(PWAB_FUZZ)
   return()   # the fuzz targets need no libtorch or tests (sentencepiece, above, is fuzzed through pwab's loader)
 endif()
+
+# The processes pwab runs (the `pwab` binary and the benchmark runner) allocate through gperftools' tcmalloc
+# (Debian's libtcmalloc-minimal4; the runtime library alone, found by its file name, so no -dev package with its
+# libunwind is needed). libtorch's CPU tensors are plain malloc/free, and glibc serves blocks of over 32 MB with a
+# fresh mmap each time: a 100 M model's SFT step page-faulted and zeroed ~1 GB of its own activations again every
+# step, a sixth of its time in the kernel. tcmalloc keeps freed blocks for reuse (docs/dependencies.md). Linked
+# into executables only: a library loaded later into a process whose memory glibc already handed out must not
+# replace malloc. -DPWAB_TCMALLOC=OFF (sanitizer builds, other allocators) keeps glibc.
+option(PWAB_TCMALLOC "Link pwab's executables against tcmalloc (libtcmalloc-minimal4)" ON)
+if(PWAB_TCMALLOC)
+  find_library(PWAB_TCMALLOC_LIBRARY NAMES tcmalloc_minimal libtcmalloc_minimal.so.4)
+  if(NOT PWAB_TCMALLOC_LIBRARY)
+    message(FATAL_ERROR "tcmalloc not found: run scripts/install-deps.sh (Debian package libtcmalloc-minimal4), "
+            "or configure with -DPWAB_TCMALLOC=OFF to keep glibc's malloc")
+  endif()
+endif()
+# pwab_use_tcmalloc(target): the executable allocates through tcmalloc (when PWAB_TCMALLOC is on). --no-as-needed:
+# nothing in pwab calls tcmalloc by name, and the library must still be loaded to replace malloc.
+function(pwab_use_tcmalloc target)
+  if(PWAB_TCMALLOC)
+    target_link_libraries(${target} PRIVATE "-Wl,--push-state,--no-as-needed" ${PWAB_TCMALLOC_LIBRARY} "-Wl,--pop-state")
+  endif()
+endfunction()

@@ -31,6 +31,7 @@ packages=(
   libcpp-httplib-dev libcurl4-openssl-dev
   libboost-dev                                      # Beast + Asio: pwab serve's HTTP and WebSocket layer
   libsqlite3-dev libcli11-dev libfmt-dev
+  libtcmalloc-minimal4                              # the executables' malloc (cmake/Dependencies.cmake)
   libgtest-dev libgmock-dev libbenchmark-dev         # the test and bench binaries are part of the build
   protobuf-compiler                                 # the vendored sentencepiece, built against system protobuf
 )

@@ -46,6 +46,16 @@ def options(description):
     return ap
 
 
+def python_malloc():
+    """The malloc of this process, where the Python side (TRL, transformers) runs: "tcmalloc" when it was preloaded
+    (LD_PRELOAD=libtcmalloc_minimal.so.4, as pwab's executables link it: docs/dependencies.md), else "glibc"."""
+    try:
+        with open("/proc/self/maps") as f:
+            return "tcmalloc" if "libtcmalloc" in f.read() else "glibc"
+    except OSError:
+        return "unknown"
+
+
 def blas_core_type():
     """The Makefile's OpenBLAS core type for this CPU: SkylakeX with AVX-512, Haswell with AVX2, else none."""
     try:
@@ -93,8 +103,9 @@ class Setup:
         return base
 
     def report(self, out):
-        """Prints the result (with the threads) and writes it to --json."""
+        """Prints the result (with the threads and this process's malloc) and writes it to --json."""
         out.setdefault("threads", self.threads)
+        out.setdefault("python_malloc", python_malloc())
         print(json.dumps(out, indent=1))
         if self.args.json:
             with open(self.args.json, "w") as f:

@@ -20,6 +20,10 @@ Run with the core environment's interpreter (docs/ecosystem.md):
       --pwab build/release/pwab --work /tmp/trl-sft [--shape tiny|100m|1b] [--tasks 40] [--threads 2] [--json OUT]
       [--preset tiny|paper] [--device cpu|cuda]
 
+pwab's executables allocate through tcmalloc (docs/dependencies.md); to give TRL the same allocator, run the whole
+command under LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4. The result's "python_malloc" says
+which one TRL had.
+
 --preset paper trains a LoRA as the paper preset does (both sides: PEFT's layout, r16, alpha 32, no dropout);
 --device cuda runs both on the GPU with bf16 weights (pwab --dtype bfloat16; transformers loads the model in
 bfloat16 and trains under bf16 autocast, PEFT keeping the adapter in float32 as pwab does).
@@ -105,7 +109,10 @@ def main():
          "--preset", a.preset, "--accept-deviations", "--device", a.device,
          "--dtype", "bfloat16" if gpu else "float32", "--train-limit", a.tasks, "--test-limit", 2,
          "--sft-epochs", 1, "--sft-batch", BATCH, "--grad-accum", cfg["accumulation"], "--sft-lr", LR,
-         "--max-length", MAX_LENGTH], env=dict(os.environ))
+         "--max-length", MAX_LENGTH,
+         # the tiny preset also trains multi-turn examples (puma/dialogue_data.h); the_rows() below are the function
+         # and parameter rows, so pwab trains those alone here
+         "--sft-weights", "dialogue=0"], env=dict(os.environ))
     with open(os.path.join(pipeline, "sft", "train.json")) as f:
         mine = json.load(f)
     rows = the_rows(pipeline, cfg["function_weight"])
@@ -166,6 +173,8 @@ def main():
     }
     if out["trainable_pwab"] != trainable:  # the two sides must train the same tensors (issue 39's check)
         raise SystemExit(f"trainable parameters differ: pwab {out['trainable_pwab']}, TRL {trainable}")
+    if mine["steps"] != result.global_step:  # and the same rows, so the same number of batches
+        raise SystemExit(f"optimizer steps differ: pwab {mine['steps']}, TRL {result.global_step} ({len(rows)} rows)")
     out["pwab_over_trl"] = out["pwab"]["steps_per_s"] / out["trl"]["steps_per_s"]
     setup.report(out)
 

@@ -341,7 +341,8 @@ void add_puma_options(CLI::App& cmd, PumaArgs& a) {
                                                        "embedding table (default: the preset's)");
   cmd.add_option("--recommend-length", a.recommend_length, "ASINs in a recommendation label (the original: 30)");
   cmd.add_option("--sft-weights", a.sft_weights, "How often each kind of example enters the SFT data, e.g. "
-                                                 "function=0.25,search=3 (kinds: function, search, recommend, review; "
+                                                 "function=0.25,search=3 (kinds: function, search, recommend, review, "
+                                                 "dialogue; "
                                                  "default: the preset's)");
   cmd.add_option("--memory-k", a.memory_k, "Behaviours retrieved into the memory (0 = no memory; default: preset)");
   cmd.add_option("--memory-tokens", a.memory_tokens, "Memory token budget, BOS included (default: the preset's)");

@@ -325,19 +325,28 @@ struct TokenLayout {
     return t.reshape({rows * n, t.size(-1)}).index_select(0, where).unsqueeze(0);
   }
 
-  //! Generation's prefill reads the logits of each row's last token only, so the last layer computes its queries,
-  //! attention output and MLP for those tokens alone; its keys and values still cover every token, for the cache.
-  //! run_layers() sets this for the last layer; packed rows or a plain batch (not an unpadded one).
+  //! Generation's prefill reads the logits of each row's last token only, and training those of the tokens that
+  //! predict a label, which end each row (a prompt, then its target): so the last layer computes its queries,
+  //! attention output and MLP for each row's last tokens alone, and its keys and values for every token (the cache,
+  //! and the earlier tokens those last ones attend to). run_layers() sets this for the last layer; packed rows or a
+  //! plain batch (not an unpadded one).
   bool last_only = false;
-  //! The last token of each row: t [1, Σ segments, ...] (packed) or [rows, n, ...] along `dim` → that dimension
-  //! narrowed to the segments' last tokens, or to position n − 1 (a plain batch, left-padded or without padding, whose
-  //! last position is real in every row).
+  //! Packed rows: how many tokens end each segment in the last layer (each 1..its length); null = one a segment.
+  //! A plain batch always keeps its last position.
+  const std::vector<int64_t>* tails = nullptr;
+  int64_t tail(std::size_t segment) const { return tails ? (*tails)[segment] : 1; }
+  //! The last tokens of each row: t [1, Σ segments, ...] (packed) or [rows, n, ...] along `dim` → that dimension
+  //! narrowed to the segments' last tail() tokens, or to position n − 1 (a plain batch, left-padded or without
+  //! padding, whose last position is real in every row).
   torch::Tensor last_tokens(const torch::Tensor& t, int64_t dim) const {
     if (!segments) return t.narrow(dim, t.size(dim) - 1, 1);
-    std::vector<int64_t> ends;
+    std::vector<int64_t> kept;
     int64_t end = 0;
-    for (int64_t length : *segments) ends.push_back((end += length) - 1);
-    return t.index_select(dim, torch::tensor(ends, torch::kInt64).to(t.device()));
+    for (std::size_t i = 0; i < segments->size(); ++i) {
+      end += (*segments)[i];
+      for (int64_t at = end - tail(i); at < end; ++at) kept.push_back(at);
+    }
+    return t.index_select(dim, torch::tensor(kept, torch::kInt64).to(t.device()));
   }
 };
 
@@ -395,26 +404,42 @@ class AttentionImpl : public torch::nn::Module {
 
  private:
   //! forward() for TokenLayout::last_only: k and v [rows, kv_heads, total, head] of every token (rotated, in the
-  //! cache), the queries of each row's last token only → the output at those tokens, [1, segments, hidden] packed or
-  //! [rows, 1, hidden]. A last token sees every key of its row that the full forward's last query sees: its whole
-  //! segment, or the row's unblocked keys.
+  //! cache), the queries of each row's last tokens only → the output at those tokens, [1, Σ tails, hidden] packed or
+  //! [rows, 1, hidden]. Each of those tokens sees the keys the full forward's query at its place sees: its segment
+  //! up to itself, or the row's unblocked keys.
   torch::Tensor last_tokens_attention(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
                                       const torch::Tensor& k, const torch::Tensor& v, const torch::Tensor& blocked,
                                       KvCache* cache, std::size_t layer, const TokenLayout& layout) {
     if (layout.where.defined()) throw UsageError("LLaMA forward: the last tokens alone of an unpadded batch");
     const auto* segments = layout.segments;
-    const int64_t rows = segments ? 1 : x.size(0), n = segments ? static_cast<int64_t>(segments->size()) : 1;
-    auto q = rotated(q_proj->forward(layout.last_tokens(x, 1)), rows, n, heads_, layout.last_tokens(cos, 2),
+    auto kept = layout.last_tokens(x, 1);
+    const int64_t rows = segments ? 1 : x.size(0), n = kept.size(1);
+    auto q = rotated(q_proj->forward(kept), rows, n, heads_, layout.last_tokens(cos, 2),
                      layout.last_tokens(sin, 2));  // [rows, heads, n, head]
     torch::Tensor out;
     if (segments) {
       std::vector<torch::Tensor> parts;
       int64_t offset = 0, s = 0;
-      for (int64_t length : *segments) {
-        // Nothing blocked: one query at the end of its segment, so a decoding step's attention over the segment.
-        auto open = torch::zeros({1, 1, 1, 1, length}, torch::TensorOptions().dtype(torch::kFloat32).device(q.device()));
-        parts.push_back(attend(q.narrow(2, s++, 1), k.narrow(2, offset, length), v.narrow(2, offset, length), open));
+      for (std::size_t i = 0; i < segments->size(); ++i) {
+        const int64_t length = (*segments)[i], tail = layout.tail(i);
+        auto keys = k.narrow(2, offset, length), values = v.narrow(2, offset, length);
+        auto queries = q.narrow(2, s, tail);
+        if (tail == length) {
+          parts.push_back(attend(queries, keys, values, torch::Tensor()));  // the whole segment: a causal block
+        } else {
+          // The segment's last `tail` queries: query i sits at position length − tail + i and sees the keys up to
+          // it (one query alone sees them all: a decoding step's attention over the segment).
+          auto options = torch::TensorOptions().dtype(torch::kFloat32).device(q.device());
+          auto blocked = torch::zeros({1, 1, 1, tail, length}, options);
+          if (tail > 1)
+            blocked.masked_fill_(torch::ones({tail, length}, options.dtype(torch::kBool))
+                                     .triu(length - tail + 1)
+                                     .view({1, 1, 1, tail, length}),
+                                 std::numeric_limits<float>::lowest());
+          parts.push_back(attend(queries, keys, values, blocked));
+        }
         offset += length;
+        s += tail;
       }
       out = parts.size() == 1 ? parts[0] : torch::cat(parts, 2);
       if (cache) cache->write_packed(layer, k, v, *segments);
@@ -870,14 +895,25 @@ torch::Tensor LlamaModelImpl::run_layers(const torch::Tensor& ids, const torch::
   return norm_->forward(x);
 }
 
-torch::Tensor LlamaModelImpl::packed_hidden_states(const torch::Tensor& ids, const std::vector<int64_t>& lengths) {
-  return run_packed(ids, lengths, nullptr);
+torch::Tensor LlamaModelImpl::packed_hidden_states(const torch::Tensor& ids, const std::vector<int64_t>& lengths,
+                                                   const std::vector<int64_t>& tails) {
+  if (!tails.empty()) {
+    if (tails.size() != lengths.size())
+      throw UsageError("LLaMA packed forward: " + std::to_string(tails.size()) + " tails for " +
+                       std::to_string(lengths.size()) + " rows");
+    for (std::size_t r = 0; r < tails.size(); ++r)
+      if (tails[r] < 1 || tails[r] > lengths[r])
+        throw UsageError("LLaMA packed forward: row " + std::to_string(r) + " keeps " + std::to_string(tails[r]) +
+                         " of its " + std::to_string(lengths[r]) + " tokens (1 to all of them)");
+  }
+  return run_packed(ids, lengths, nullptr, tails.empty() ? nullptr : &tails);
 }
 
 torch::Tensor LlamaModelImpl::packed_prefill(const torch::Tensor& ids, const std::vector<int64_t>& lengths,
                                              KvCache& cache) {
   if (cache.length() != 0) throw UsageError("LLaMA packed prefill: the KV cache must be empty");
-  auto x = run_packed(ids, lengths, &cache, /*last_only=*/true);  // [1, rows, hidden]: each row's last token
+  const std::vector<int64_t> ones(lengths.size(), 1);
+  auto x = run_packed(ids, lengths, &cache, &ones);  // [1, rows, hidden]: each row's last token
   const auto rows = static_cast<int64_t>(lengths.size());
   const int64_t longest = *std::max_element(lengths.begin(), lengths.end());
   auto mask = torch::zeros({rows, longest}, torch::kBool);
@@ -890,7 +926,7 @@ torch::Tensor LlamaModelImpl::packed_prefill(const torch::Tensor& ids, const std
 }
 
 torch::Tensor LlamaModelImpl::run_packed(const torch::Tensor& ids, const std::vector<int64_t>& lengths,
-                                         KvCache* cache, bool last_only) {
+                                         KvCache* cache, const std::vector<int64_t>* tails) {
   int64_t total = 0;
   for (int64_t l : lengths) {
     if (l < 1) throw UsageError("LLaMA packed forward: every row needs a token");
@@ -914,7 +950,8 @@ torch::Tensor LlamaModelImpl::run_packed(const torch::Tensor& ids, const std::ve
   auto pos = torch::tensor(positions, torch::kInt64).to(dev).view({1, total});
   TokenLayout layout;
   layout.segments = &lengths;
-  return run_layers(on_device, pos, torch::Tensor(), cache, &layout, last_only);
+  layout.tails = tails;
+  return run_layers(on_device, pos, torch::Tensor(), cache, &layout, tails != nullptr);
 }
 
 std::pair<torch::Tensor, torch::Tensor> LlamaModelImpl::prefix_hidden_states(const torch::Tensor& prompt_ids,
@@ -929,8 +966,12 @@ std::pair<torch::Tensor, torch::Tensor> LlamaModelImpl::prefix_hidden_states(con
   // slice, disjoint ones) and copied to the continuation rows by index_select, and each buffer is written in one
   // pass, before anything has saved it.
   KvCache cache(prompt_ids.size(1) + continuation_ids.size(1));
+  // Only each prompt's last position is read (it predicts the continuation's first token), so the prompts' last
+  // layer runs for that token alone (TokenLayout::last_only), every token's keys and values still in the cache.
   auto prompts = packed_prompts(prompt_ids, prompt_mask, cache);
-  if (!prompts.defined()) prompts = hidden_states(prompt_ids, prompt_mask, &cache);
+  if (!prompts.defined())
+    prompts = batch_hidden_states(prompt_ids, prompt_mask, &cache, /*skip_padding=*/false, /*last_only=*/true)
+                  .select(1, -1);
   cache.select_rows(parent);
   // The completions are right-padded to the longest (48 tokens against 19 on average in the GRPO benchmark):
   // only their real tokens go through the projections and the MLP (docs/performance.md, "One GRPO iteration").
@@ -958,11 +999,10 @@ torch::Tensor LlamaModelImpl::packed_prompts(const torch::Tensor& prompt_ids, co
   const auto dev = device();
   auto flat_mask = mask.view({-1});
   auto ids = prompt_ids.to(torch::kCPU, torch::kInt64).view({-1}).masked_select(flat_mask);
-  auto x = run_packed(ids.view({1, -1}).to(dev), lengths, &cache)[0];  // [Σ lengths, hidden]
+  const std::vector<int64_t> ones(lengths.size(), 1);
+  auto x = run_packed(ids.view({1, -1}).to(dev), lengths, &cache, &ones)[0];  // [rows, hidden]: the last tokens
   cache.commit(mask.to(dev));
-  // Back to the left-padded layout callers index (padding positions zero: nothing reads them).
-  auto where = torch::arange(rows * width, torch::kInt64).masked_select(flat_mask).to(dev);
-  return torch::zeros({rows * width, x.size(1)}, x.options()).index_copy(0, where, x).view({rows, width, x.size(1)});
+  return x;
 }
 
 torch::Tensor LlamaModelImpl::logits(const torch::Tensor& hidden) {

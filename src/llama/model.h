@@ -166,11 +166,12 @@ class LlamaModelImpl : public torch::nn::Module {
   //! The final hidden states of prompts and of continuations that read them: `prompt_ids` [prompts, P] (left-padded,
   //! `prompt_mask` 1 on tokens), `continuation_ids` [rows, C] (right-padded, `continuation_mask`), each row
   //! continuing the prompt `parent[row]`: it sees that prompt and its own earlier tokens, at the positions that
-  //! follow the prompt. Returns {[prompts, P, hidden], [rows, C, hidden]}, differentiable: RL training computes a
-  //! prompt once for all the completions sampled from it (llama/rl_loss.h). The prompts' keys and values go through
-  //! a KvCache, copied to each of their rows; prompts of different lengths are read packed end to end (no work on their
-  //! padding), the cache left as the left-padded batch's forward leaves it; the continuations' padding positions
-  //! skip the norms, projections and MLP, and their hidden states are zero.
+  //! follow the prompt. Returns {[prompts, hidden] at each prompt's last position, [rows, C, hidden]},
+  //! differentiable: RL training computes a prompt once for all the completions sampled from it (llama/rl_loss.h).
+  //! The prompts' keys and values go through a KvCache, copied to each of their rows; prompts of different lengths
+  //! are read packed end to end (no work on their padding), the cache left as the left-padded batch's forward leaves
+  //! it; the prompts' last layer runs for their last token alone (TokenLayout::last_only); the continuations' padding
+  //! positions skip the norms, projections and MLP, and their hidden states are zero.
   std::pair<torch::Tensor, torch::Tensor> prefix_hidden_states(const torch::Tensor& prompt_ids,
                                                                const torch::Tensor& prompt_mask,
                                                                const torch::Tensor& continuation_ids,
@@ -179,8 +180,12 @@ class LlamaModelImpl : public torch::nn::Module {
   //! The final hidden states of rows packed end to end, without padding: `ids` [1, Σ lengths] int64, row r's tokens
   //! after those of rows 0..r−1, each at positions 0..length−1 and attending to its own earlier tokens only. Returns
   //! [1, Σ lengths, hidden], differentiable: the numbers of the rows padded into a batch, without the padding's
-  //! work (training's forward, llama/train.h; PUMA's rows differ in length by half on average).
-  torch::Tensor packed_hidden_states(const torch::Tensor& ids, const std::vector<int64_t>& lengths);
+  //! work (training's forward, llama/train.h; PUMA's rows differ in length by half on average). With `tails` (one a
+  //! row, each 1..its length), the hidden states of each row's last tails[r] tokens alone, [1, Σ tails, hidden]: the
+  //! last layer computes those tokens' queries, attention output and MLP only, and every token's keys and values
+  //! (training reads only the positions that predict a label, which end each row).
+  torch::Tensor packed_hidden_states(const torch::Tensor& ids, const std::vector<int64_t>& lengths,
+                                     const std::vector<int64_t>& tails = {});
   //! Generation's first step for prompts of different lengths, without the padding's work: `ids` [1, Σ lengths] as
   //! packed_hidden_states() takes them. The keys and values go into `cache` (empty) as a left-padded batch's forward
   //! writes them, so decoding goes on from it exactly as after forward(left-padded ids, mask, cache). Returns each
@@ -222,17 +227,18 @@ class LlamaModelImpl : public torch::nn::Module {
   //! `skip_padding`).
   torch::Tensor batch_hidden_states(const torch::Tensor& input_ids, const torch::Tensor& attention_mask,
                                     KvCache* cache, bool skip_padding, bool last_only = false);
-  //! prefix_hidden_states()'s prompts packed end to end into `cache` when they differ in length and are left-padded
-  //! (returned in the left-padded layout, padding zero); undefined when the batch does not qualify.
+  //! prefix_hidden_states()'s prompts packed end to end into `cache` when they differ in length and are left-padded:
+  //! each prompt's last hidden state, [prompts, hidden]; undefined when the batch does not qualify.
   torch::Tensor packed_prompts(const torch::Tensor& prompt_ids, const torch::Tensor& prompt_mask, KvCache& cache);
   //! packed_hidden_states(), its keys and values also written into `cache` when given (packed_prefill()).
-  //! With `last_only`, each row's last token alone: [1, rows, hidden] (TokenLayout::last_only).
+  //! With `tails`, each row's last tails[r] tokens alone: [1, Σ tails, hidden] (TokenLayout::last_only).
   torch::Tensor run_packed(const torch::Tensor& ids, const std::vector<int64_t>& lengths, KvCache* cache,
-                           bool last_only = false);
+                           const std::vector<int64_t>* tails = nullptr);
   //! Embedding → decoder layers → final norm, for ids at `positions` with the additive mask `blocked`; `layout`
   //! (model.cpp) for packed rows (each attending causally within itself, no `blocked`) or an unpadded batch.
-  //! `last_only`: the last layer computes each row's last token alone (TokenLayout::last_only), the keys and values
-  //! of every token still in the cache; the result is then [1, rows, hidden] (packed) or [rows, 1, hidden].
+  //! `last_only`: the last layer computes each row's last tokens alone (TokenLayout::last_only: the layout's tails,
+  //! or one), the keys and values of every token still in the cache; the result is then [1, Σ tails, hidden]
+  //! (packed) or [rows, 1, hidden].
   torch::Tensor run_layers(const torch::Tensor& ids, const torch::Tensor& positions, const torch::Tensor& blocked,
                            KvCache* cache, const TokenLayout* layout = nullptr, bool last_only = false);
   LlamaConfig config_;

@@ -85,7 +85,7 @@ RolloutLogprobs rollout_logprobs(LlamaModelImpl& model, const PackedRollouts& ba
   auto [prompts, completions] = model.prefix_hidden_states(batch.prompt_ids, batch.prompt_mask, batch.completion_ids,
                                                           batch.completion_mask, batch.parent);
   const int64_t width = prompts.size(-1);
-  auto sources = torch::cat({prompts.select(1, prompts.size(1) - 1), completions.reshape({-1, width})}, 0);
+  auto sources = torch::cat({prompts, completions.reshape({-1, width})}, 0);  // each prompt's last position first
   auto logits = model.logits(sources.index_select(0, batch.from.to(dev)));
   if (temperature != 1.0) logits = logits / temperature;
   auto log_probs = torch::log_softmax(logits, -1);

@@ -94,27 +94,44 @@ LabelledPositions labelled_positions(LlamaModelImpl& model, const TokenBatch& ba
   auto tokens = batch.input_ids.to(torch::kCPU).index({row, pos + 1}).to(dev, torch::kInt64);
   // Packed (docs/llama.md, "Training"): the rows without their padding, the same numbers at the cost of the real
   // tokens only. A scored position must be one of its row's tokens, as every label after a prompt's first token is.
-  std::optional<PackedRows> packed = rows > 1 ? pack_rows(batch) : std::nullopt;
-  torch::Tensor flat;
+  // The last layer then runs for each row's tokens from its first scored position on (the prompt's last token, and
+  // the target's), the keys and values of the whole row: nothing reads the rest of the prompt's last-layer output.
+  std::optional<PackedRows> packed = pack_rows(batch);
+  torch::Tensor picked;
   if (packed) {
-    std::vector<int64_t> at(static_cast<std::size_t>(row.size(0)));
+    const auto n_rows = packed->lengths.size();
     const auto* r = row.data_ptr<int64_t>();
     const auto* t = pos.data_ptr<int64_t>();
-    for (std::size_t i = 0; i < at.size(); ++i) {
+    // first[k]: row k's first scored position in its own tokens (its last token when it has none, as when
+    // max_length cut its whole target off)
+    std::vector<int64_t> first(n_rows);
+    for (std::size_t k = 0; k < n_rows; ++k) first[k] = packed->lengths[k] - 1;
+    for (int64_t i = 0; i < row.size(0); ++i) {
       const auto k = static_cast<std::size_t>(r[i]);
-      at[i] = packed->offsets[k] + t[i] - packed->starts[k];
       if (t[i] < packed->starts[k]) {
         packed.reset();
         break;
       }
+      first[k] = std::min(first[k], t[i] - packed->starts[k]);
     }
-    if (packed) flat = torch::tensor(at, torch::kInt64).to(dev);
+    if (packed) {
+      std::vector<int64_t> tails(n_rows), kept_offsets(n_rows);
+      int64_t kept = 0;
+      for (std::size_t k = 0; k < n_rows; ++k) {
+        tails[k] = packed->lengths[k] - first[k];
+        kept_offsets[k] = kept;
+        kept += tails[k];
+      }
+      std::vector<int64_t> at(static_cast<std::size_t>(row.size(0)));
+      for (std::size_t i = 0; i < at.size(); ++i) {
+        const auto k = static_cast<std::size_t>(r[i]);
+        at[i] = kept_offsets[k] + t[i] - packed->starts[k] - first[k];
+      }
+      auto hidden = model.packed_hidden_states(packed->ids, packed->lengths, tails);  // [1, Σ tails, hidden]
+      picked = hidden[0].index_select(0, torch::tensor(at, torch::kInt64).to(dev));
+    }
   }
-  torch::Tensor picked;
-  if (packed) {
-    auto hidden = model.packed_hidden_states(packed->ids, packed->lengths);
-    picked = hidden[0].index_select(0, flat);
-  } else {
+  if (!picked.defined()) {
     auto hidden = model.hidden_states(batch.input_ids, batch.attention_mask);
     picked = hidden.reshape({rows * length, hidden.size(-1)}).index_select(0, (row * length + pos).to(dev));
   }

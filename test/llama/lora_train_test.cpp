@@ -288,6 +288,67 @@ TEST(Train, PackedRowsGiveThePaddedBatchesNumbersAndGradients) {
   set_base_trainable(*model, false);
 }
 
+// Training reads only the positions that predict a label, which end each row, so its packed forward runs the last
+// layer for each row's last tokens alone (packed_hidden_states with tails): those tokens' hidden states, the loss
+// and every gradient are the full forward's.
+TEST(Train, LastTokensOfEachRowGiveTheFullForwardsNumbersAndGradients) {
+  auto model = load_fixture();
+  std::vector<SequencePair> rows{{{1, 17, 42, 9, 9, 30}, {5, 63, 2}}, {{1, 3}, {3, 2}}, {{1, 8, 9, 10}, {11, 12, 2}}};
+  std::vector<int64_t> lengths, flat;
+  for (const auto& r : rows) {
+    lengths.push_back(static_cast<int64_t>(r.prompt.size() + r.target.size()));
+    flat.insert(flat.end(), r.prompt.begin(), r.prompt.end());
+    flat.insert(flat.end(), r.target.begin(), r.target.end());
+  }
+  auto ids = torch::tensor(flat).view({1, -1});
+  // every row keeps a different share: one token, some, all of them
+  const std::vector<int64_t> tails{1, 3, lengths[2]};
+  {
+    torch::NoGradGuard no_grad;
+    auto full = model->packed_hidden_states(ids, lengths)[0];
+    auto last = model->packed_hidden_states(ids, lengths, tails)[0];
+    ASSERT_EQ(last.size(0), tails[0] + tails[1] + tails[2]);
+    int64_t offset = 0, kept = 0;
+    for (std::size_t r = 0; r < rows.size(); ++r) {
+      offset += lengths[r];
+      EXPECT_LT(testing::max_diff(last.narrow(0, kept, tails[r]), full.narrow(0, offset - tails[r], tails[r])), 1e-5) << r;
+      kept += tails[r];
+    }
+    EXPECT_THROW(model->packed_hidden_states(ids, lengths, {1, 1}), UsageError);
+    EXPECT_THROW(model->packed_hidden_states(ids, lengths, {1, 0, 1}), UsageError);
+    EXPECT_THROW(model->packed_hidden_states(ids, lengths, {1, lengths[1] + 1, 1}), UsageError);
+  }
+  // The SFT loss over the labelled positions (the last layer for the tokens from each prompt's last on) against
+  // the same loss read from the full packed forward, gradients included.
+  set_base_trainable(*model, true);
+  auto batch = make_batch(rows, 0);
+  auto loss = causal_lm_loss(*model, batch);
+  loss.backward();
+  std::vector<torch::Tensor> grads;
+  for (auto& w : model->parameters()) grads.push_back(w.grad().clone()), w.mutable_grad().zero_();
+  auto full = model->packed_hidden_states(ids, lengths)[0];
+  std::vector<int64_t> at, labels;
+  int64_t offset = 0;
+  for (std::size_t r = 0; r < rows.size(); ++r) {
+    const auto prompt = static_cast<int64_t>(rows[r].prompt.size());
+    for (int64_t t = prompt - 1; t + 1 < lengths[r]; ++t) {
+      at.push_back(offset + t);
+      labels.push_back(flat[static_cast<std::size_t>(offset + t + 1)]);
+    }
+    offset += lengths[r];
+  }
+  auto logp = torch::log_softmax(model->logits(full.index_select(0, torch::tensor(at))), -1);
+  auto reference = -logp.gather(1, torch::tensor(labels).unsqueeze(-1)).mean();
+  EXPECT_NEAR(loss.item<double>(), reference.item<double>(), 1e-5);
+  reference.backward();
+  std::size_t i = 0;
+  for (auto& w : model->parameters()) {
+    const double scale = std::max(1e-6, w.grad().abs().max().item<double>());
+    EXPECT_LT(testing::max_diff(w.grad(), grads[i++]) / scale, 1e-5) << scale;
+  }
+  set_base_trainable(*model, false);
+}
+
 TEST(Train, SequenceLogprobsSumTargetTokensOnly) {
   auto model = load_fixture();
   std::vector<SequencePair> rows{{{1, 17, 42}, {5, 63, 2}}, {{1, 3}, {3, 3, 50, 9, 2}}, {{7, 8, 9, 10}, {11}}};
