@@ -411,6 +411,9 @@ class AttentionImpl : public torch::nn::Module {
                                       const torch::Tensor& k, const torch::Tensor& v, const torch::Tensor& blocked,
                                       KvCache* cache, std::size_t layer, const TokenLayout& layout) {
     if (layout.where.defined()) throw UsageError("LLaMA forward: the last tokens alone of an unpadded batch");
+    // Never the decoding step's kernel here: a pass without autograd (RL's reference, DPO's reference pass) must give
+    // the numbers of the same pass with it, bit for bit, or a policy equal to its reference would already differ from
+    // it, and Adam would turn that rounding into a step (test PumaRl.NothingMovesWhenThePolicyIsItsReference...).
     const auto* segments = layout.segments;
     auto kept = layout.last_tokens(x, 1);
     const int64_t rows = segments ? 1 : x.size(0), n = kept.size(1);
@@ -436,7 +439,7 @@ class AttentionImpl : public torch::nn::Module {
                                      .triu(length - tail + 1)
                                      .view({1, 1, 1, tail, length}),
                                  std::numeric_limits<float>::lowest());
-          parts.push_back(attend(queries, keys, values, blocked));
+          parts.push_back(attend(queries, keys, values, blocked, /*step_kernel=*/false));
         }
         offset += length;
         s += tail;
@@ -444,17 +447,21 @@ class AttentionImpl : public torch::nn::Module {
       out = parts.size() == 1 ? parts[0] : torch::cat(parts, 2);
       if (cache) cache->write_packed(layer, k, v, *segments);
     } else {
-      out = attend(q, k, v, blocked.narrow(3, blocked.size(3) - 1, 1));
+      out = attend(q, k, v, blocked.narrow(3, blocked.size(3) - 1, 1), /*step_kernel=*/false);
     }
     return o_proj->forward(out.transpose(1, 2).reshape({rows, n, heads_ * head_}));
   }
 
   //! q [rows, heads, n, head] against k, v [rows, kv_heads, total, head] → [rows, heads, n, head]. blocked as
-  //! forward()'s, or undefined for a causal block (n = total).
-  torch::Tensor attend(torch::Tensor q, const torch::Tensor& k, const torch::Tensor& v, torch::Tensor blocked) {
+  //! forward()'s, or undefined for a causal block (n = total). `step_kernel`: a decoding step may go to
+  //! decode_attention.h's kernel (without autograd only, so its rounding differs from the operators' that training
+  //! runs).
+  torch::Tensor attend(torch::Tensor q, const torch::Tensor& k, const torch::Tensor& v, torch::Tensor blocked,
+                       bool step_kernel = true) {
     const int64_t rows = q.size(0), n = q.size(2), total = k.size(2), groups = heads_ / kv_heads_;
     const double scale = 1.0 / std::sqrt(static_cast<double>(head_));
-    if (n == 1 && blocked.defined() && decodes_by_hand(q, k, v)) return decode_step_attention(q, k, v, blocked, scale);
+    if (step_kernel && n == 1 && blocked.defined() && decodes_by_hand(q, k, v))
+      return decode_step_attention(q, k, v, blocked, scale);
 #if TORCH_VERSION_MAJOR >= 2
     // PyTorch 2.x: its fused attention (one kernel forward and backward, the scores never stored whole), which is
     // what transformers runs ("sdpa"); the key/value heads are shared by their query heads inside it (enable_gqa).

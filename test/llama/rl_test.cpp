@@ -146,6 +146,20 @@ TEST(RlLoss, PrefixBatchesGiveTheLogprobsAndGradientsOfSeparateRows) {
   // the same numbers, and the same gradients, from separate prompt + completion rows
   set_base_trainable(*model, true);
   RolloutLogprobs packed = rollout_logprobs(*model, p, 1.0, true);
+  {
+    // Without autograd (RL's reference pass, DPO's) the numbers are those of the pass with it, bit for bit: a policy
+    // equal to its reference must give a KL of exactly 0, or Adam turns the rounding into a step. Prompts of
+    // different lengths (packed), one prompt, and two of one length (the padded batch's road).
+    RolloutGroup c{{1, 7, 9, 4}, {{7, 3, 2}, {6, 6}}, {{0, 0, 0}, {0, 0}}, {0.5, -1}};
+    using Groups = std::vector<const RolloutGroup*>;
+    for (const Groups& gs : {Groups{&a, &b}, Groups{&a}, Groups{&a, &c}}) {
+      PackedRollouts q = pack_rollouts(gs, 0);
+      auto with_grad = rollout_logprobs(*model, q, 1.0).logprobs;
+      ASSERT_TRUE(with_grad.requires_grad());
+      torch::NoGradGuard no_grad;
+      EXPECT_TRUE(torch::equal(rollout_logprobs(*model, q, 1.0).logprobs, with_grad.detach())) << gs.size();
+    }
+  }
   auto weights = torch::arange(1, 11, torch::kFloat32);  // a loss that weighs every label differently
   (packed.logprobs * weights).sum().backward();
   std::vector<torch::Tensor> packed_grads;
