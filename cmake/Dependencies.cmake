@@ -65,9 +65,9 @@ if(PWAB_FUZZ)
   return()   # the fuzz targets need no libtorch or tests (sentencepiece, above, is fuzzed through pwab's loader)
 endif()
 
-# The processes pwab runs (the `pwab` binary and the benchmark runner) allocate through gperftools' tcmalloc
-# (Debian's libtcmalloc-minimal4; the runtime library alone, found by its file name, so no -dev package with its
-# libunwind is needed). libtorch's CPU tensors are plain malloc/free, and glibc serves blocks of over 32 MB with a
+# pwab's executables (the `pwab` binary, the benchmark runner and the test binaries) allocate through gperftools'
+# tcmalloc (Debian's libtcmalloc-minimal4; the runtime library alone, found by its file name, so no -dev package with
+# its libunwind is needed). libtorch's CPU tensors are plain malloc/free, and glibc serves blocks of over 32 MB with a
 # fresh mmap each time: a 100 M model's SFT step page-faulted and zeroed ~1 GB of its own activations again every
 # step, a sixth of its time in the kernel. tcmalloc keeps freed blocks for reuse (docs/dependencies.md). Linked
 # into executables only: a library loaded later into a process whose memory glibc already handed out must not
@@ -84,6 +84,7 @@ endif()
 # nothing in pwab calls tcmalloc by name, and the library must still be loaded to replace malloc.
 function(pwab_use_tcmalloc target)
   if(PWAB_TCMALLOC)
-    target_link_libraries(${target} PRIVATE "-Wl,--push-state,--no-as-needed" ${PWAB_TCMALLOC_LIBRARY} "-Wl,--pop-state")
+    target_link_libraries(${target} PRIVATE
+                          "-Wl,--push-state,--no-as-needed" ${PWAB_TCMALLOC_LIBRARY} "-Wl,--pop-state")
   endif()
 endfunction()

@@ -413,7 +413,9 @@ class AttentionImpl : public torch::nn::Module {
     if (layout.where.defined()) throw UsageError("LLaMA forward: the last tokens alone of an unpadded batch");
     // Never the decoding step's kernel here: a pass without autograd (RL's reference, DPO's reference pass) must give
     // the numbers of the same pass with it, bit for bit, or a policy equal to its reference would already differ from
-    // it, and Adam would turn that rounding into a step (test PumaRl.NothingMovesWhenThePolicyIsItsReference...).
+    // it, and Adam would turn that rounding into a step (tests
+    // RlLoss.PrefixBatchesGiveTheLogprobsAndGradientsOfSeparateRows and
+    // PumaRl.NothingMovesWhenThePolicyIsItsReferenceAndEveryRewardIsEqual).
     const auto* segments = layout.segments;
     auto kept = layout.last_tokens(x, 1);
     const int64_t rows = segments ? 1 : x.size(0), n = kept.size(1);

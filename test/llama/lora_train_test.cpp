@@ -311,7 +311,8 @@ TEST(Train, LastTokensOfEachRowGiveTheFullForwardsNumbersAndGradients) {
     int64_t offset = 0, kept = 0;
     for (std::size_t r = 0; r < rows.size(); ++r) {
       offset += lengths[r];
-      EXPECT_LT(testing::max_diff(last.narrow(0, kept, tails[r]), full.narrow(0, offset - tails[r], tails[r])), 1e-5) << r;
+      EXPECT_LT(testing::max_diff(last.narrow(0, kept, tails[r]), full.narrow(0, offset - tails[r], tails[r])), 1e-5)
+          << r;
       kept += tails[r];
     }
     EXPECT_THROW(model->packed_hidden_states(ids, lengths, {1, 1}), UsageError);
